@@ -1,0 +1,158 @@
+// add, sub, mul, div with numpy broadcasting; add_inplace for gradient accumulation.
+// Backward of a broadcast input sums the output gradient over the repeated dims.
+#include "autograd/broadcast.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+#include "autograd/tape.h"
+#include "cuda/backend.h"
+
+namespace qdq {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+// y[i] = f(a[ia(i)], b[ib(i)]) over the broadcast shape.
+template <typename F>
+Tensor binary_forward(const Tensor& a, const Tensor& b, const char* name, F f) {
+    check(a.device() == Device::CPU && b.device() == Device::CPU,
+          std::string(name) + ": this op has no CUDA kernel yet");
+    Shape shape = broadcast_shapes(a.shape(), b.shape());
+    Tensor y = empty(shape);
+    float* py = y.f32();
+    const float* pa = a.f32();
+    const float* pb = b.f32();
+    if (a.shape() == shape && b.shape() == shape) {
+        parallel_for(y.numel(), kGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) py[i] = f(pa[i], pb[i]);
+        });
+        return y;
+    }
+    BroadcastMap map_a(a.shape(), shape), map_b(b.shape(), shape);
+    parallel_for(y.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> ia((size_t)(end - begin)), ib((size_t)(end - begin));
+        map_a.offsets(begin, end, ia.data());
+        map_b.offsets(begin, end, ib.data());
+        for (int64_t i = begin; i < end; ++i) py[i] = f(pa[ia[i - begin]], pb[ib[i - begin]]);
+    });
+    return y;
+}
+
+// Adds g(i) (a value per output element) into x's gradient, reducing over broadcast dims.
+template <typename G>
+void accumulate_grad(const Tensor& x, const Shape& out_shape, G g) {
+    Tensor gx = x.grad_buffer();
+    float* pgx = gx.f32();
+    int64_t n = shape_numel(out_shape);
+    if (x.shape() == out_shape) {
+        parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) pgx[i] += g(i);
+        });
+        return;
+    }
+    Tensor full_grad = empty(out_shape);
+    float* pf = full_grad.f32();
+    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) pf[i] = g(i);
+    });
+    reduce_broadcast_add(gx, full_grad);
+}
+
+// Values of an input at each output element (for the mul/div backward).
+std::vector<float> expand(const Tensor& x, const Shape& out_shape) {
+    int64_t n = shape_numel(out_shape);
+    std::vector<float> v((size_t)n);
+    std::vector<int64_t> offs((size_t)n);
+    BroadcastMap(x.shape(), out_shape).offsets(0, n, offs.data());
+    const float* px = x.f32();
+    for (int64_t i = 0; i < n; ++i) v[(size_t)i] = px[offs[(size_t)i]];
+    return v;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+    Tensor y;
+    if (a.is_cuda() && b.is_cuda() && a.shape() == b.shape()) {
+        y = empty(a.shape(), DType::F32, Device::CUDA);
+        cuda::add(y.f32(), a.f32(), b.f32(), y.numel());
+    } else {
+        y = binary_forward(a, b, "add", [](float x, float z) { return x + z; });
+    }
+    if (needs_grad({a, b}))
+        record(y, [a, b](const Tensor& gy) {
+            if (a.requires_grad()) {
+                if (a.shape() == gy.shape()) add_inplace(a.grad_buffer(), gy);
+                else reduce_broadcast_add(a.grad_buffer(), gy);
+            }
+            if (b.requires_grad()) {
+                if (b.shape() == gy.shape()) add_inplace(b.grad_buffer(), gy);
+                else reduce_broadcast_add(b.grad_buffer(), gy);
+            }
+        });
+    return y;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+    Tensor y = binary_forward(a, b, "sub", [](float x, float z) { return x - z; });
+    if (needs_grad({a, b}))
+        record(y, [a, b](const Tensor& gy) {
+            const float* g = gy.f32();
+            if (a.requires_grad()) accumulate_grad(a, gy.shape(), [g](int64_t i) { return g[i]; });
+            if (b.requires_grad()) accumulate_grad(b, gy.shape(), [g](int64_t i) { return -g[i]; });
+        });
+    return y;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+    Tensor y = binary_forward(a, b, "mul", [](float x, float z) { return x * z; });
+    if (needs_grad({a, b}))
+        record(y, [a, b](const Tensor& gy) {
+            const float* g = gy.f32();
+            if (a.requires_grad()) {
+                std::vector<float> vb = expand(b, gy.shape());
+                accumulate_grad(a, gy.shape(), [&](int64_t i) { return g[i] * vb[(size_t)i]; });
+            }
+            if (b.requires_grad()) {
+                std::vector<float> va = expand(a, gy.shape());
+                accumulate_grad(b, gy.shape(), [&](int64_t i) { return g[i] * va[(size_t)i]; });
+            }
+        });
+    return y;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+    Tensor y = binary_forward(a, b, "div", [](float x, float z) { return x / z; });
+    if (needs_grad({a, b}))
+        record(y, [a, b](const Tensor& gy) {
+            const float* g = gy.f32();
+            std::vector<float> vb = expand(b, gy.shape());
+            if (a.requires_grad())
+                accumulate_grad(a, gy.shape(), [&](int64_t i) { return g[i] / vb[(size_t)i]; });
+            if (b.requires_grad()) {
+                // d(a/b)/db = -a/b²
+                std::vector<float> va = expand(a, gy.shape());
+                accumulate_grad(b, gy.shape(), [&](int64_t i) {
+                    float bi = vb[(size_t)i];
+                    return -g[i] * va[(size_t)i] / (bi * bi);
+                });
+            }
+        });
+    return y;
+}
+
+void add_inplace(const Tensor& dst, const Tensor& src) {
+    check_same_shape(dst, src, "add_inplace");
+    check(dst.device() == src.device(), "add_inplace: tensors on different devices");
+    if (dst.is_cuda()) {
+        cuda::add(dst.f32(), dst.f32(), src.f32(), dst.numel());
+        return;
+    }
+    float* d = dst.f32();
+    const float* s = src.f32();
+    parallel_for(dst.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) d[i] += s[i];
+    });
+}
+
+}  // namespace qdq

@@ -1,0 +1,1 @@
+#include "autograd/ops.h"

@@ -1,0 +1,90 @@
+// Tensor: an N-d, row-major, always-contiguous buffer of float32 or int32 on one device.
+// A Tensor is a handle: copying it shares the data, the gradient and the autograd flag
+// (like torch.Tensor). Views (reshape) share storage; everything else allocates.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qdq {
+
+enum class DType : uint8_t { F32, I32 };
+enum class Device : uint8_t { CPU, CUDA };
+
+using Shape = std::vector<int64_t>;
+
+int64_t shape_numel(const Shape& shape);
+std::string shape_str(const Shape& shape);
+const char* dtype_name(DType dtype);
+const char* device_name(Device device);
+size_t dtype_size(DType dtype);
+
+struct TensorImpl {
+    Shape shape;
+    DType dtype = DType::F32;
+    Device device = Device::CPU;
+    std::shared_ptr<void> storage;  // owns the bytes; views share it
+    void* data = nullptr;           // first element (storage start for every tensor here)
+    bool requires_grad = false;
+    std::shared_ptr<TensorImpl> grad;
+};
+
+class Tensor {
+public:
+    Tensor() = default;
+    explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+    bool defined() const { return impl_ != nullptr; }
+    const Shape& shape() const { return impl_->shape; }
+    int64_t dim() const { return (int64_t)impl_->shape.size(); }
+    int64_t size(int64_t axis) const;  // negative axis counts from the end
+    int64_t numel() const { return shape_numel(impl_->shape); }
+    DType dtype() const { return impl_->dtype; }
+    Device device() const { return impl_->device; }
+    bool is_cuda() const { return impl_->device == Device::CUDA; }
+
+    float* f32() const;    // checks dtype F32
+    int32_t* i32() const;  // checks dtype I32
+    void* raw() const { return impl_->data; }
+
+    bool requires_grad() const { return impl_ && impl_->requires_grad; }
+    Tensor& set_requires_grad(bool on = true);
+    Tensor grad() const;  // undefined until a backward pass reaches this tensor
+    void zero_grad();     // drops the gradient (the next backward allocates it zeroed)
+
+    // Gradient buffer of this tensor, allocated zeroed on first use; backward kernels
+    // accumulate into it with +=.
+    Tensor grad_buffer() const;
+
+    // A handle on the same data that is outside autograd.
+    Tensor detach() const;
+    Tensor clone() const;  // deep copy of the data, outside autograd
+    Tensor to(Device device) const;
+
+    bool same_as(const Tensor& other) const { return impl_ == other.impl_; }
+    TensorImpl* impl() const { return impl_.get(); }
+
+    // Host-side element access for tests and small utilities (CPU tensors only).
+    std::vector<float> to_vector() const;
+    float item() const;
+
+private:
+    std::shared_ptr<TensorImpl> impl_;
+};
+
+// Factories. Every new float tensor is zero-filled unless it is `empty`.
+Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
+Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
+Tensor full(const Shape& shape, float value);
+Tensor from_vector(const Shape& shape, const std::vector<float>& values);
+Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values);
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+
+void check(bool ok, const std::string& message);  // throws std::runtime_error
+void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
+
+}  // namespace qdq

@@ -1,0 +1,26 @@
+#include <stdexcept>
+
+#include "cuda/backend.h"
+
+namespace qdq::cuda {
+
+[[noreturn]] static void unavailable() {
+    throw std::runtime_error(
+        "qdqtrain was built without the CUDA backend (configure with -DQDQ_CUDA=ON where nvcc "
+        "and cuBLAS are installed)");
+}
+
+bool built_with_cuda() { return false; }
+int device_count() { return 0; }
+std::string device_description() { return "CUDA backend not built"; }
+void* device_alloc(size_t) { unavailable(); }
+void device_free(void*) {}
+void memset_zero(void*, size_t) { unavailable(); }
+void copy(void*, bool, const void*, bool, size_t) { unavailable(); }
+void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+          int64_t, float, float*, int64_t) {
+    unavailable();
+}
+void add(float*, const float*, const float*, int64_t) { unavailable(); }
+
+}  // namespace qdq::cuda
