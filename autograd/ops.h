@@ -42,7 +42,9 @@ Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1);
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);
 Tensor split_heads(const Tensor& x, int64_t heads);  // [B, T, H*D] -> [B, H, T, D]
 Tensor merge_heads(const Tensor& x);                  // [B, H, T, D] -> [B, T, H*D]
-Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end);  // [start, end)
+// [start, end) along axis, 0 <= start <= end <= size(axis); a copy.
+Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end);
+// Parts must agree on every axis but `axis`.
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis);
 
 // ---- embedding.cpp -------------------------------------------------------------------------

@@ -1,1 +1,217 @@
+// matmul and linear: every product goes through the project's one GEMM, qdq::gemm on the CPU
+// and cuda::gemm (same contract) when the tensors live on the GPU.
+//
+// Backward of one product Y = op(A)·op(B), with op(X) = X or Xᵀ:
+//   d op(A) = dY·op(B)ᵀ, so dA = dY·op(B)ᵀ, or (dY·op(B)ᵀ)ᵀ = op(B)·dYᵀ when A is stored transposed;
+//   d op(B) = op(A)ᵀ·dY, so dB = op(A)ᵀ·dY, or dYᵀ·op(A) when B is stored transposed.
+// Each is one GEMM with beta = 1, accumulating straight into the grad buffer.
+#include "autograd/gemm.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
+#include "autograd/tape.h"
+#include "cuda/backend.h"
+
+namespace qdq {
+
+namespace {
+
+using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                        const float*, int64_t, float, float*, int64_t);
+
+GemmFn gemm_on(Device device) { return device == Device::CUDA ? &cuda::gemm : &qdq::gemm; }
+
+void check_float_input(const Tensor& t, const char* op, const char* name) {
+    check(t.defined(), std::string(op) + ": " + name + " is undefined");
+    check(t.dtype() == DType::F32, std::string(op) + ": " + name + " must be float32, got " +
+                                       dtype_name(t.dtype()));
+}
+
+// One batch of products Y[i] = op(A[i])·op(B[i]), i < batch; stride_b == 0 shares B.
+struct BatchedProduct {
+    int64_t batch, M, N, K;
+    bool trans_a, trans_b;
+    int64_t stride_a, stride_b, stride_y;
+    int64_t lda() const { return trans_a ? M : K; }
+    int64_t ldb() const { return trans_b ? K : N; }
+};
+
+// Runs body(i) for every batch entry. On the CPU, when there are enough entries to keep every
+// thread busy, the entries run in parallel and the GEMM library (called inside the parallel
+// region) single-threaded: for attention's many small per-head products that beats threading
+// each one. Otherwise the entries run one after the other with a threaded GEMM each.
+template <typename Body>
+void for_each_entry(int64_t batch, Device device, bool may_run_in_parallel, Body body) {
+    if (device == Device::CPU && may_run_in_parallel && batch > 1 &&
+        batch >= omp_get_max_threads()) {
+        parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) body(i);
+        });
+        return;
+    }
+    for (int64_t i = 0; i < batch; ++i) body(i);
+}
+
+void product_forward(const BatchedProduct& p, Device device, float* y, const float* a,
+                     const float* b) {
+    GemmFn gemm_fn = gemm_on(device);
+    for_each_entry(p.batch, device, true, [&](int64_t i) {
+        gemm_fn(p.trans_a, p.trans_b, p.M, p.N, p.K, 1.0f, a + i * p.stride_a, p.lda(),
+                b + i * p.stride_b, p.ldb(), 0.0f, y + i * p.stride_y, p.N);
+    });
+}
+
+// Either gradient pointer may be null (that input needs none).
+void product_backward(const BatchedProduct& p, Device device, float* ga, float* gb,
+                      const float* gy, const float* a, const float* b) {
+    GemmFn gemm_fn = gemm_on(device);
+    if (ga)
+        for_each_entry(p.batch, device, true, [&](int64_t i) {
+            const float* bi = b + i * p.stride_b;
+            const float* gyi = gy + i * p.stride_y;
+            float* gai = ga + i * p.stride_a;
+            if (!p.trans_a)
+                gemm_fn(false, !p.trans_b, p.M, p.K, p.N, 1.0f, gyi, p.N, bi, p.ldb(), 1.0f, gai,
+                        p.K);
+            else
+                gemm_fn(p.trans_b, true, p.K, p.M, p.N, 1.0f, bi, p.ldb(), gyi, p.N, 1.0f, gai,
+                        p.M);
+        });
+    if (gb)
+        // A shared B sums over the entries, so those GEMMs must not run concurrently.
+        for_each_entry(p.batch, device, p.stride_b != 0, [&](int64_t i) {
+            const float* ai = a + i * p.stride_a;
+            const float* gyi = gy + i * p.stride_y;
+            float* gbi = gb + i * p.stride_b;
+            if (!p.trans_b)
+                gemm_fn(!p.trans_a, false, p.K, p.N, p.M, 1.0f, ai, p.lda(), gyi, p.N, 1.0f, gbi,
+                        p.N);
+            else
+                gemm_fn(true, p.trans_a, p.N, p.K, p.M, 1.0f, gyi, p.N, ai, p.lda(), 1.0f, gbi,
+                        p.K);
+        });
+}
+
+float* grad_ptr(const Tensor& t) { return t.requires_grad() ? t.grad_buffer().f32() : nullptr; }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+    check_float_input(a, "matmul", "a");
+    check_float_input(b, "matmul", "b");
+    check(a.device() == b.device(), "matmul: a and b are on different devices");
+    check(a.dim() >= 2 && b.dim() >= 2, "matmul: needs at least 2-D operands, got " +
+                                            shape_str(a.shape()) + " and " + shape_str(b.shape()));
+    bool shared_b = b.dim() == 2;
+    Shape batch_shape(a.shape().begin(), a.shape().end() - 2);
+    check(shared_b || (a.dim() == b.dim() &&
+                       std::equal(batch_shape.begin(), batch_shape.end(), b.shape().begin())),
+          "matmul: batch dims of " + shape_str(a.shape()) + " and " + shape_str(b.shape()) +
+              " differ (only a 2-D b is broadcast)");
+    int64_t M = trans_a ? a.size(-1) : a.size(-2);
+    int64_t K = trans_a ? a.size(-2) : a.size(-1);
+    int64_t K_b = trans_b ? b.size(-1) : b.size(-2);
+    int64_t N = trans_b ? b.size(-2) : b.size(-1);
+    check(K == K_b, "matmul: inner dims differ: " + shape_str(a.shape()) +
+                        (trans_a ? "ᵀ" : "") + " · " + shape_str(b.shape()) + (trans_b ? "ᵀ" : ""));
+
+    BatchedProduct p{shape_numel(batch_shape), M, N, K, trans_a, trans_b,
+                     M * K, shared_b ? 0 : K * N, M * N};
+    // A shared B with an untransposed A is a single product: the batch folds into M.
+    if (shared_b && !trans_a) p = {1, p.batch * M, N, K, false, trans_b, 0, 0, 0};
+
+    Shape out_shape = batch_shape;
+    out_shape.push_back(M);
+    out_shape.push_back(N);
+    Tensor y;
+    if (K == 0) {
+        y = zeros(out_shape, DType::F32, a.device());
+    } else {
+        y = empty(out_shape, DType::F32, a.device());
+        product_forward(p, a.device(), y.f32(), a.f32(), b.f32());
+    }
+    if (needs_grad({a, b}))
+        record(y, [a, b, p](const Tensor& gy) {
+            product_backward(p, a.device(), grad_ptr(a), grad_ptr(b), gy.f32(), a.f32(), b.f32());
+        });
+    return y;
+}
+
+// x [R, in] (R = all leading dims), weight [out, in], y [R, out]:
+//   y = x·Wᵀ + b;  dx += dy·W;  dW += dyᵀ·x;  db += Σ_rows dy.
+// On the GPU the bias is broadcast and reduced by rank-1 GEMMs against a vector of ones, which
+// needs no kernel of its own.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    check_float_input(x, "linear", "x");
+    check_float_input(weight, "linear", "weight");
+    check(weight.dim() == 2, "linear: weight must be [out, in], got " + shape_str(weight.shape()));
+    int64_t out = weight.size(0), in = weight.size(1);
+    check(x.dim() >= 1 && x.size(-1) == in, "linear: x " + shape_str(x.shape()) +
+                                                " does not end in weight's in-features " +
+                                                std::to_string(in));
+    Device device = x.device();
+    check(weight.device() == device, "linear: x and weight are on different devices");
+    if (bias.defined()) {
+        check_float_input(bias, "linear", "bias");
+        check(bias.dim() == 1 && bias.size(0) == out,
+              "linear: bias must be [" + std::to_string(out) + "], got " + shape_str(bias.shape()));
+        check(bias.device() == device, "linear: bias is on a different device");
+    }
+    int64_t rows = x.numel() / std::max<int64_t>(in, 1);
+    Shape out_shape = x.shape();
+    out_shape.back() = out;
+    Tensor y = empty(out_shape, DType::F32, device);
+    GemmFn gemm_fn = gemm_on(device);
+    Tensor ones;  // [rows] of 1, for the GPU's bias GEMMs
+    if (bias.defined() && device == Device::CUDA) ones = full({rows}, 1.0f).to(Device::CUDA);
+
+    float beta = 0.0f;
+    if (bias.defined()) {
+        float* py = y.f32();
+        const float* pb = bias.f32();
+        if (device == Device::CUDA) {
+            gemm_fn(false, false, rows, out, 1, 1.0f, ones.f32(), 1, pb, out, 0.0f, py, out);
+        } else {
+            parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(out, 1)),
+                         [&](int64_t begin, int64_t end) {
+                             for (int64_t r = begin; r < end; ++r)
+                                 std::copy(pb, pb + out, py + r * out);
+                         });
+        }
+        beta = 1.0f;
+    }
+    if (in > 0)
+        gemm_fn(false, true, rows, out, in, 1.0f, x.f32(), in, weight.f32(), in, beta, y.f32(),
+                out);
+    else if (!bias.defined())
+        y = zeros(out_shape, DType::F32, device);
+
+    if (needs_grad({x, weight, bias}))
+        record(y, [x, weight, bias, ones, rows, out, in, gemm_fn](const Tensor& gy) {
+            const float* g = gy.f32();
+            if (x.requires_grad())
+                gemm_fn(false, false, rows, in, out, 1.0f, g, out, weight.f32(), in, 1.0f,
+                        x.grad_buffer().f32(), in);
+            if (weight.requires_grad())
+                gemm_fn(true, false, out, in, rows, 1.0f, g, out, x.f32(), in, 1.0f,
+                        weight.grad_buffer().f32(), in);
+            if (bias.defined() && bias.requires_grad()) {
+                float* gb = bias.grad_buffer().f32();
+                if (x.is_cuda()) {
+                    gemm_fn(false, false, 1, out, rows, 1.0f, ones.f32(), rows, g, out, 1.0f, gb,
+                            out);
+                    return;
+                }
+                // Columns split across threads: each sums its columns over every row.
+                parallel_for(out, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(rows, 1)),
+                             [&](int64_t c0, int64_t c1) {
+                                 for (int64_t r = 0; r < rows - 1; ++r) {
+                                     const float* gr = g + r * out;
+                                     for (int64_t c = c0; c < c1; ++c) gb[c] += gr[c];
+                                 }
+                             });
+            }
+        });
+    return y;
+}
+
+}  // namespace qdq

@@ -1,1 +1,122 @@
+// softmax(scale·x + mask) over the last axis, fused: attention's scaling and additive padding
+// mask cost no extra pass or tensor. Stable: the row max is subtracted before exponentiating.
+// Backward uses only the saved output y: with z = scale·x + mask,
+//   dz = y ⊙ (dy − Σ_j dy_j y_j),  dx = scale·dz  (the mask is a constant).
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "autograd/broadcast.h"
 #include "autograd/ops.h"
+#include "autograd/ops/vector_math.h"
+#include "autograd/parallel.h"
+#include "autograd/tape.h"
+
+namespace qdq {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+// y [rows, C] = softmax(scale·x [rows, C] + mask row); mask_rows[r] is the offset of row r's
+// mask (C values) in mask, or mask is null.
+QDQ_VECTOR_KERNEL
+void softmax_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows,
+                     float scale, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * C;
+        float* yr = y + r * C;
+        float row_max = -std::numeric_limits<float>::infinity();
+        if (mask) {
+            const float* mr = mask + mask_rows[r];
+#pragma omp simd reduction(max : row_max)
+            for (int64_t j = 0; j < C; ++j) {
+                yr[j] = scale * xr[j] + mr[j];
+                row_max = std::max(row_max, yr[j]);
+            }
+        } else {
+#pragma omp simd reduction(max : row_max)
+            for (int64_t j = 0; j < C; ++j) {
+                yr[j] = scale * xr[j];
+                row_max = std::max(row_max, yr[j]);
+            }
+        }
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < C; ++j) {
+            yr[j] = vmath::exp_approx(yr[j] - row_max);
+            sum += yr[j];
+        }
+        float inv_sum = 1.0f / sum;
+#pragma omp simd
+        for (int64_t j = 0; j < C; ++j) yr[j] *= inv_sum;
+    }
+}
+
+// dx [rows, C] += scale · y ⊙ (dy − Σ dy⊙y), row by row
+QDQ_VECTOR_KERNEL
+void softmax_backward(float* dx, const float* dy, const float* y, float scale, int64_t rows,
+                      int64_t C) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* dyr = dy + r * C;
+        const float* yr = y + r * C;
+        float* dxr = dx + r * C;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t j = 0; j < C; ++j) dot += dyr[j] * yr[j];
+#pragma omp simd
+        for (int64_t j = 0; j < C; ++j) dxr[j] += scale * yr[j] * (dyr[j] - dot);
+    }
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, float scale, const Tensor& mask) {
+    check(x.defined() && x.dtype() == DType::F32 && x.dim() >= 1,
+          "softmax: x must be a float32 tensor with at least one dim");
+    check(!x.is_cuda(), "softmax: no CUDA kernel yet");
+    int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
+    // Each row of x reads one contiguous row of the mask; which one is the broadcast of the
+    // mask's leading dims against x's.
+    Shape x_rows(x.shape().begin(), x.shape().end() - 1);
+    std::unique_ptr<BroadcastMap> mask_map;
+    if (mask.defined()) {
+        check(mask.dtype() == DType::F32 && !mask.is_cuda(), "softmax: mask must be float32 on the CPU");
+        check(mask.dim() >= 1 && mask.dim() <= x.dim() && mask.size(-1) == C,
+              "softmax: mask " + shape_str(mask.shape()) + " must end in x's last dim " +
+                  std::to_string(C) + " and broadcast to " + shape_str(x.shape()));
+        Shape mask_rows(mask.shape().begin(), mask.shape().end() - 1);
+        mask_map = std::make_unique<BroadcastMap>(mask_rows, x_rows);
+    }
+
+    Tensor y = empty(x.shape());
+    float* py = y.f32();
+    const float* px = x.f32();
+    const float* pm = mask.defined() ? mask.f32() : nullptr;
+    parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(C, 1)),
+                 [&](int64_t begin, int64_t end) {
+                     std::vector<int64_t> mask_rows;
+                     if (mask_map) {
+                         mask_rows.resize((size_t)(end - begin));
+                         mask_map->offsets(begin, end, mask_rows.data());
+                         for (int64_t& offset : mask_rows) offset *= C;
+                     }
+                     softmax_forward(py + begin * C, px + begin * C, pm, mask_rows.data(), scale,
+                                     end - begin, C);
+                 });
+    if (needs_grad({x}))
+        record(y, [x, y, scale, rows, C](const Tensor& gy) {
+            float* gx = x.grad_buffer().f32();
+            const float* g = gy.f32();
+            const float* py = y.f32();
+            parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(C, 1)),
+                         [&](int64_t begin, int64_t end) {
+                             softmax_backward(gx + begin * C, g + begin * C, py + begin * C,
+                                              scale, end - begin, C);
+                         });
+        });
+    return y;
+}
+
+}  // namespace qdq

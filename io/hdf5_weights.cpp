@@ -1,0 +1,255 @@
+#include "io/hdf5_weights.h"
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include <hdf5.h>
+
+namespace qdq {
+
+namespace {
+
+constexpr const char* kConfigAttribute = "config";
+
+// Owns one HDF5 identifier and closes it with the matching H5?close.
+class Handle {
+public:
+    Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+    ~Handle() {
+        if (id_ >= 0) close_(id_);
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    operator hid_t() const { return id_; }
+
+private:
+    hid_t id_;
+    herr_t (*close_)(hid_t);
+};
+
+// HDF5 prints its error stack to stderr on every failure, including the probes here that are
+// expected to fail; the printing is off while a guard lives and failures become exceptions.
+class QuietErrors {
+public:
+    QuietErrors() {
+        H5Eget_auto2(H5E_DEFAULT, &saved_function_, &saved_data_);
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    }
+    ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, saved_function_, saved_data_); }
+    QuietErrors(const QuietErrors&) = delete;
+    QuietErrors& operator=(const QuietErrors&) = delete;
+
+private:
+    H5E_auto2_t saved_function_ = nullptr;
+    void* saved_data_ = nullptr;
+};
+
+// The deepest description on HDF5's error stack, where the cause is named ("file exists",
+// "unable to open file", ...); the outer entries only repeat which API call failed.
+std::string hdf5_error_reason() {
+    std::string reason;
+    auto keep_last = [](unsigned, const H5E_error2_t* error, void* out) -> herr_t {
+        if (error->desc && *error->desc) *static_cast<std::string*>(out) = error->desc;
+        return 0;
+    };
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_last, &reason);
+    H5Eclear2(H5E_DEFAULT);
+    return reason.empty() ? "no detail from HDF5" : reason;
+}
+
+// HDF5 returns negative identifiers and statuses on failure.
+template <typename T>
+T checked(T result, const std::string& path, const std::string& what) {
+    if (result < 0) throw std::runtime_error(path + ": " + what + " failed (" + hdf5_error_reason() + ")");
+    return result;
+}
+
+std::string key_context(const std::string& path, const std::string& key) {
+    return path + ": dataset \"" + key + "\"";
+}
+
+std::string describe_type(hid_t type) {
+    const size_t bits = 8 * H5Tget_size(type);
+    switch (H5Tget_class(type)) {
+        case H5T_INTEGER:
+            return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(bits);
+        case H5T_FLOAT: return "float" + std::to_string(bits);
+        case H5T_STRING: return "string";
+        case H5T_COMPOUND: return "compound";
+        default: return "HDF5 type class " + std::to_string((int)H5Tget_class(type));
+    }
+}
+
+// Byte order is the one freedom allowed: H5Dread converts either order exactly.
+DType tensor_dtype(hid_t type, const std::string& context) {
+    if (H5Tequal(type, H5T_IEEE_F32LE) > 0 || H5Tequal(type, H5T_IEEE_F32BE) > 0) return DType::F32;
+    if (H5Tequal(type, H5T_STD_I32LE) > 0 || H5Tequal(type, H5T_STD_I32BE) > 0) return DType::I32;
+    throw std::runtime_error(context + ": unsupported dtype " + describe_type(type) +
+                             " (expected float32 or int32)");
+}
+
+hid_t memory_type(DType dtype) { return dtype == DType::F32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32; }
+
+void check_key(const std::string& path, const std::string& key, std::set<std::string>& seen) {
+    check(!key.empty() && key != "." && key.find('/') == std::string::npos,
+          path + ": key \"" + key + "\" cannot name a root dataset (empty, \".\" or has '/')");
+    check(seen.insert(key).second, path + ": duplicate key \"" + key + "\"");
+}
+
+void write_config(hid_t file, const std::string& config_json, const std::string& path) {
+    Handle type(checked(H5Tcopy(H5T_C_S1), path, "string type"), H5Tclose);
+    checked(H5Tset_size(type, H5T_VARIABLE), path, "string type");
+    checked(H5Tset_cset(type, H5T_CSET_UTF8), path, "string type");
+    Handle space(checked(H5Screate(H5S_SCALAR), path, "config dataspace"), H5Sclose);
+    Handle attribute(checked(H5Acreate2(file, kConfigAttribute, type, space, H5P_DEFAULT, H5P_DEFAULT),
+                             path, "creating the config attribute"),
+                     H5Aclose);
+    const char* text = config_json.c_str();
+    checked(H5Awrite(attribute, type, &text), path, "writing the config attribute");
+}
+
+std::string read_config(hid_t file, const std::string& path) {
+    if (checked(H5Aexists(file, kConfigAttribute), path, "looking up the config attribute") == 0)
+        throw std::runtime_error(path + ": no \"config\" attribute on the root group");
+    Handle attribute(checked(H5Aopen(file, kConfigAttribute, H5P_DEFAULT), path, "opening config"),
+                     H5Aclose);
+    Handle stored_type(checked(H5Aget_type(attribute), path, "config type"), H5Tclose);
+    Handle space(checked(H5Aget_space(attribute), path, "config dataspace"), H5Sclose);
+    if (H5Tget_class(stored_type) != H5T_STRING || H5Tis_variable_str(stored_type) <= 0 ||
+        H5Sget_simple_extent_npoints(space) != 1)
+        throw std::runtime_error(path + ": the \"config\" attribute is not one variable-length string");
+    Handle type(checked(H5Tcopy(H5T_C_S1), path, "string type"), H5Tclose);
+    checked(H5Tset_size(type, H5T_VARIABLE), path, "string type");
+    checked(H5Tset_cset(type, H5Tget_cset(stored_type)), path, "string type");
+    char* text = nullptr;
+    checked(H5Aread(attribute, type, &text), path, "reading the config attribute");
+    std::string config = text ? text : "";
+    H5free_memory(text);
+    return config;
+}
+
+void write_dataset(hid_t file, const NamedTensor& named, const std::string& path) {
+    const std::string context = key_context(path, named.name);
+    const Tensor host = named.tensor.is_cuda() ? named.tensor.to(Device::CPU) : named.tensor;
+    const std::vector<hsize_t> dims(host.shape().begin(), host.shape().end());
+    Handle space(checked(dims.empty() ? H5Screate(H5S_SCALAR)
+                                      : H5Screate_simple((int)dims.size(), dims.data(), nullptr),
+                         context, "creating the dataspace"),
+                 H5Sclose);
+    const hid_t file_type = host.dtype() == DType::F32 ? H5T_IEEE_F32LE : H5T_STD_I32LE;
+    Handle dataset(checked(H5Dcreate2(file, named.name.c_str(), file_type, space, H5P_DEFAULT,
+                                      H5P_DEFAULT, H5P_DEFAULT),
+                           context, "creating"),
+                   H5Dclose);
+    if (host.numel() > 0)
+        checked(H5Dwrite(dataset, memory_type(host.dtype()), H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw()),
+                context, "writing");
+}
+
+Tensor read_dataset(hid_t file, const std::string& key, const std::string& path) {
+    const std::string context = key_context(path, key);
+    if (H5Lexists(file, key.c_str(), H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        throw std::runtime_error(context + " does not exist");
+    }
+    Handle object(checked(H5Oopen(file, key.c_str(), H5P_DEFAULT), context, "opening"), H5Oclose);
+    if (H5Iget_type(object) != H5I_DATASET)
+        throw std::runtime_error(context + " is not a dataset (this layout keeps every key at the root)");
+    Handle type(checked(H5Dget_type(object), context, "reading the type"), H5Tclose);
+    const DType dtype = tensor_dtype(type, context);
+
+    Handle space(checked(H5Dget_space(object), context, "reading the dataspace"), H5Sclose);
+    if (H5Sget_simple_extent_type(space) == H5S_NULL) throw std::runtime_error(context + " holds no data");
+    const int rank = checked(H5Sget_simple_extent_ndims(space), context, "reading the rank");
+    std::vector<hsize_t> dims((size_t)rank);
+    checked(H5Sget_simple_extent_dims(space, dims.data(), nullptr), context, "reading the shape");
+    Shape shape;
+    int64_t numel = 1;
+    for (hsize_t d : dims) {
+        if (d > (hsize_t)INT64_MAX || __builtin_mul_overflow(numel, (int64_t)d, &numel))
+            throw std::runtime_error(context + ": shape overflows 64 bits");
+        shape.push_back((int64_t)d);
+    }
+    Tensor t = empty(shape, dtype);
+    if (numel > 0)
+        checked(H5Dread(object, memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw()), context,
+                "reading");
+    return t;
+}
+
+Handle open_for_reading(const std::string& path) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error))
+        throw std::runtime_error(path + ": no such file");
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        throw std::runtime_error(path + ": not an HDF5 file");
+    }
+    return Handle(checked(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path, "opening"), H5Fclose);
+}
+
+// Root link names in creation order when the file tracks it (ours do), else in name order.
+std::vector<std::string> root_link_names(hid_t file, const std::string& path) {
+    Handle root(checked(H5Gopen2(file, "/", H5P_DEFAULT), path, "opening the root group"), H5Gclose);
+    Handle create_plist(checked(H5Gget_create_plist(root), path, "reading the root group"), H5Pclose);
+    unsigned order_flags = 0;
+    checked(H5Pget_link_creation_order(create_plist, &order_flags), path, "reading the link order");
+    const H5_index_t index = (order_flags & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+
+    H5G_info_t info;
+    checked(H5Gget_info(root, &info), path, "reading the root group");
+    std::vector<std::string> names;
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+        const ssize_t length = checked(
+            H5Lget_name_by_idx(root, ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT), path,
+            "listing the root group");
+        std::vector<char> name((size_t)length + 1);
+        checked(H5Lget_name_by_idx(root, ".", index, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT),
+                path, "listing the root group");
+        names.emplace_back(name.data(), (size_t)length);
+    }
+    return names;
+}
+
+}  // namespace
+
+void save_hdf5_weights(const std::string& path, const NamedTensors& tensors,
+                       const std::string& config_json) {
+    std::set<std::string> seen;
+    for (const NamedTensor& t : tensors) {
+        check_key(path, t.name, seen);
+        check(t.tensor.defined(), key_context(path, t.name) + ": tensor is undefined");
+    }
+    check(config_json.find('\0') == std::string::npos,
+          path + ": config contains a NUL byte, which an HDF5 C string cannot hold");
+
+    QuietErrors quiet;
+    Handle create_plist(checked(H5Pcreate(H5P_FILE_CREATE), path, "file creation properties"), H5Pclose);
+    checked(H5Pset_link_creation_order(create_plist, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+            path, "tracking link order");
+    Handle file(checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, create_plist, H5P_DEFAULT), path, "creating"),
+                H5Fclose);
+    write_config(file, config_json, path);
+    for (const NamedTensor& t : tensors) write_dataset(file, t, path);
+    checked(H5Fflush(file, H5F_SCOPE_LOCAL), path, "flushing");
+}
+
+Hdf5Weights load_hdf5_weights(const std::string& path) {
+    QuietErrors quiet;
+    Handle file = open_for_reading(path);
+    Hdf5Weights out;
+    out.config_json = read_config(file, path);
+    for (const std::string& key : root_link_names(file, path))
+        out.tensors.push_back({key, read_dataset(file, key, path)});
+    return out;
+}
+
+Tensor load_hdf5_tensor(const std::string& path, const std::string& key) {
+    QuietErrors quiet;
+    Handle file = open_for_reading(path);
+    return read_dataset(file, key, path);
+}
+
+}  // namespace qdq

@@ -1,0 +1,37 @@
+// BertConfig: the fields of a Hugging Face BERT config.json, with HF's defaults
+// (bert-base-uncased sizes). Parsing rejects unknown fields and wrong types by name; fields
+// that HF writes but that do not change the model (architectures, transformers_version, ...)
+// are accepted and ignored.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace qdq::nn {
+
+struct BertConfig {
+    int vocab_size = 30522;
+    int hidden_size = 768;
+    int num_hidden_layers = 12;
+    int num_attention_heads = 12;
+    int intermediate_size = 3072;
+    std::string hidden_act = "gelu";
+    float hidden_dropout_prob = 0.1f;
+    float attention_probs_dropout_prob = 0.1f;
+    int max_position_embeddings = 512;
+    int type_vocab_size = 2;
+    float layer_norm_eps = 1e-12f;
+    float initializer_range = 0.02f;
+    int num_labels = 2;
+    int pad_token_id = 0;
+
+    int head_dim() const { return hidden_size / num_attention_heads; }
+};
+
+// `where` names the source (a file path) in error messages.
+BertConfig bert_config_from_json(const nlohmann::json& j, const std::string& where);
+BertConfig load_bert_config(const std::string& path);  // a config.json file
+nlohmann::json bert_config_to_json(const BertConfig& config);
+
+}  // namespace qdq::nn

@@ -1,0 +1,78 @@
+#include "nn/heads.h"
+
+#include <algorithm>
+
+#include "autograd/ops.h"
+
+namespace qdq::nn {
+
+BertForSequenceClassification::BertForSequenceClassification(const BertConfig& c, Rng& init_rng)
+    : bert(c, true, init_rng),
+      dropout(c.hidden_dropout_prob),
+      classifier(c.hidden_size, c.num_labels, true, c.initializer_range, init_rng),
+      dropout_rng(init_rng.next_u64()) {
+    register_module("bert", bert);
+    register_module("dropout", dropout);
+    register_module("classifier", classifier);
+}
+
+Tensor BertForSequenceClassification::forward(const BertInputs& in) {
+    Tensor pooled = bert.pool(bert.forward(in, dropout_rng));
+    return classifier.forward(dropout.forward(pooled, dropout_rng));
+}
+
+Tensor BertForSequenceClassification::loss(const Tensor& logits, const Tensor& labels) {
+    return cross_entropy(logits, labels);
+}
+
+BertForQuestionAnswering::BertForQuestionAnswering(const BertConfig& c, Rng& init_rng)
+    : bert(c, false, init_rng),
+      qa_outputs(c.hidden_size, 2, true, c.initializer_range, init_rng),
+      dropout_rng(init_rng.next_u64()) {
+    register_module("bert", bert);
+    register_module("qa_outputs", qa_outputs);
+}
+
+SpanLogits BertForQuestionAnswering::forward(const BertInputs& in) {
+    Tensor logits = qa_outputs.forward(bert.forward(in, dropout_rng));  // [B, T, 2]
+    Shape bt = {logits.size(0), logits.size(1)};
+    return {reshape(slice(logits, 2, 0, 1), bt), reshape(slice(logits, 2, 1, 2), bt)};
+}
+
+Tensor BertForQuestionAnswering::loss(const SpanLogits& logits, const Tensor& start_positions,
+                                      const Tensor& end_positions) {
+    int64_t T = logits.start.size(1);
+    // A position outside the window (HF clamps it to T) contributes nothing.
+    auto clamped = [T](const Tensor& positions) {
+        Tensor out = positions.clone();
+        int32_t* p = out.i32();
+        for (int64_t i = 0; i < out.numel(); ++i) p[i] = std::clamp<int32_t>(p[i], 0, (int32_t)T);
+        return out;
+    };
+    Tensor start = cross_entropy(logits.start, clamped(start_positions), (int32_t)T);
+    Tensor end = cross_entropy(logits.end, clamped(end_positions), (int32_t)T);
+    return mul_scalar(add(start, end), 0.5f);
+}
+
+BertForMaskedLM::BertForMaskedLM(const BertConfig& c, Rng& init_rng)
+    : bert(c, false, init_rng),
+      transform(c.hidden_size, c.hidden_size, true, c.initializer_range, init_rng),
+      transform_norm(c.hidden_size, c.layer_norm_eps),
+      dropout_rng(init_rng.next_u64()) {
+    register_module("bert", bert);
+    register_module("cls.predictions.transform.dense", transform);
+    register_module("cls.predictions.transform.LayerNorm", transform_norm);
+    decoder_bias = register_parameter("cls.predictions.bias", zeros({c.vocab_size}));
+}
+
+Tensor BertForMaskedLM::forward(const BertInputs& in) {
+    Tensor h = transform_norm.forward(gelu(transform.forward(bert.forward(in, dropout_rng))));
+    return linear(h, bert.embeddings.word_embeddings.weight, decoder_bias);
+}
+
+Tensor BertForMaskedLM::loss(const Tensor& logits, const Tensor& labels) {
+    int64_t V = logits.size(-1);
+    return cross_entropy(reshape(logits, {-1, V}), reshape(labels, {-1}));
+}
+
+}  // namespace qdq::nn

@@ -1,0 +1,57 @@
+// The task models, named as Hugging Face's so their state_dict keys match:
+// BertForSequenceClassification (bert.*, classifier.*), BertForQuestionAnswering
+// (bert.* without pooler, qa_outputs.*), BertForMaskedLM (bert.* without pooler,
+// cls.predictions.*, decoder tied to the word embeddings).
+// Each owns the RNG its dropout draws from, so a checkpoint can save and restore it.
+#pragma once
+
+#include "nn/bert.h"
+
+namespace qdq::nn {
+
+class BertForSequenceClassification : public Module {
+public:
+    BertForSequenceClassification(const BertConfig& c, Rng& init_rng);
+    Tensor forward(const BertInputs& in);  // logits [B, num_labels]
+    // Mean cross-entropy against int32 labels [B].
+    static Tensor loss(const Tensor& logits, const Tensor& labels);
+
+    BertModel bert;
+    Dropout dropout;
+    Linear classifier;
+    Rng dropout_rng;
+};
+
+struct SpanLogits {
+    Tensor start;  // [B, T]
+    Tensor end;    // [B, T]
+};
+
+class BertForQuestionAnswering : public Module {
+public:
+    BertForQuestionAnswering(const BertConfig& c, Rng& init_rng);
+    SpanLogits forward(const BertInputs& in);
+    // HF's loss: (CE(start) + CE(end)) / 2, positions clamped to T and position T ignored.
+    static Tensor loss(const SpanLogits& logits, const Tensor& start_positions,
+                       const Tensor& end_positions);
+
+    BertModel bert;
+    Linear qa_outputs;  // [2, C]: start, end
+    Rng dropout_rng;
+};
+
+class BertForMaskedLM : public Module {
+public:
+    BertForMaskedLM(const BertConfig& c, Rng& init_rng);
+    Tensor forward(const BertInputs& in);  // logits [B, T, V]
+    // Mean cross-entropy over positions whose int32 label [B, T] is not -100.
+    static Tensor loss(const Tensor& logits, const Tensor& labels);
+
+    BertModel bert;
+    Linear transform;          // cls.predictions.transform.dense, then GELU
+    LayerNorm transform_norm;  // cls.predictions.transform.LayerNorm
+    Tensor decoder_bias;       // cls.predictions.bias; the decoder weight is the word embeddings
+    Rng dropout_rng;
+};
+
+}  // namespace qdq::nn

@@ -1,0 +1,38 @@
+#include "nn/layers.h"
+
+#include "autograd/ops.h"
+
+namespace qdq::nn {
+
+Tensor normal_tensor(const Shape& shape, float stddev, Rng& rng) {
+    Tensor t = empty(shape);
+    float* p = t.f32();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = rng.normal(0.0f, stddev);
+    return t;
+}
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, float init_std, Rng& init_rng) {
+    weight = register_parameter("weight", normal_tensor({out_features, in_features}, init_std, init_rng));
+    if (has_bias) bias = register_parameter("bias", zeros({out_features}));
+}
+
+Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
+
+Embedding::Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng) {
+    weight = register_parameter("weight", normal_tensor({count, dim}, init_std, init_rng));
+}
+
+Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
+
+LayerNorm::LayerNorm(int64_t dim, float eps) : eps(eps) {
+    weight = register_parameter("weight", full({dim}, 1.0f));
+    bias = register_parameter("bias", zeros({dim}));
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
+
+Tensor LayerNorm::forward(const Tensor& x, const Tensor& residual) const {
+    return add_layer_norm(x, residual, weight, bias, eps);
+}
+
+}  // namespace qdq::nn

@@ -1,0 +1,50 @@
+// The basic layers, with torch.nn's parameter names and layouts: Linear (weight [out, in]),
+// Embedding, LayerNorm (weight, bias), Dropout. Parameters start as Hugging Face's BERT
+// initialisation: weights normal(0, initializer_range), biases 0, LayerNorm weight 1.
+#pragma once
+
+#include "autograd/ops.h"
+#include "autograd/rng.h"
+#include "nn/module.h"
+
+namespace qdq::nn {
+
+class Linear : public Module {
+public:
+    Linear(int64_t in_features, int64_t out_features, bool bias, float init_std, Rng& init_rng);
+    Tensor forward(const Tensor& x) const;
+
+    Tensor weight;  // [out, in]
+    Tensor bias;    // [out], undefined without bias
+};
+
+class Embedding : public Module {
+public:
+    Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng);
+    Tensor forward(const Tensor& ids) const;
+
+    Tensor weight;  // [count, dim]
+};
+
+class LayerNorm : public Module {
+public:
+    LayerNorm(int64_t dim, float eps);
+    Tensor forward(const Tensor& x) const;
+    Tensor forward(const Tensor& x, const Tensor& residual) const;  // LayerNorm(x + residual)
+
+    Tensor weight;  // [dim], ones
+    Tensor bias;    // [dim], zeros
+    float eps;
+};
+
+class Dropout : public Module {
+public:
+    explicit Dropout(float p) : p(p) {}
+    Tensor forward(const Tensor& x, Rng& rng) const { return dropout(x, p, is_training(), rng); }
+
+    float p;
+};
+
+Tensor normal_tensor(const Shape& shape, float stddev, Rng& rng);
+
+}  // namespace qdq::nn

@@ -1,0 +1,58 @@
+#include "nn/module.h"
+
+namespace qdq::nn {
+
+namespace {
+
+// Depth-first walk collecting one kind of entry (parameters or buffers) with full keys.
+template <typename Entries>
+void collect(const Module& m, const std::string& prefix, NamedTensors& out, Entries entries) {
+    std::string base = prefix.empty() ? "" : prefix + ".";
+    for (const auto& [name, tensor] : entries(m)) out.push_back({base + name, tensor});
+    for (const auto& [name, child] : m.children()) collect(*child, base + name, out, entries);
+}
+
+}  // namespace
+
+NamedTensors Module::named_parameters(const std::string& prefix) const {
+    NamedTensors out;
+    collect(*this, prefix, out, [](const Module& m) -> const auto& { return m.parameters_; });
+    return out;
+}
+
+NamedTensors Module::named_buffers(const std::string& prefix) const {
+    NamedTensors out;
+    collect(*this, prefix, out, [](const Module& m) -> const auto& { return m.buffers_; });
+    return out;
+}
+
+NamedTensors Module::state_dict() const {
+    NamedTensors out = named_parameters();
+    NamedTensors buffers = named_buffers();
+    out.insert(out.end(), buffers.begin(), buffers.end());
+    return out;
+}
+
+int64_t Module::parameter_count() const {
+    int64_t n = 0;
+    for (const NamedTensor& p : named_parameters()) n += p.tensor.numel();
+    return n;
+}
+
+void Module::train(bool on) {
+    training_ = on;
+    for (auto& [name, child] : children_) child->train(on);
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor) {
+    tensor.set_requires_grad(true);
+    parameters_.emplace_back(name, tensor);
+    return tensor;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
+    buffers_.emplace_back(name, tensor);
+    return tensor;
+}
+
+}  // namespace qdq::nn

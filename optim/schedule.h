@@ -1,0 +1,47 @@
+// Learning-rate schedules as Hugging Face's get_*_schedule_with_warmup driven by torch's
+// LambdaLR: lr(step) = base_lr · factor(step), where `step` counts the optimizer steps
+// already taken (the first update uses lr(0), which is 0 with warmup). Pure functions of the
+// step: a resumed run needs only its step count.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace qdq {
+
+enum class ScheduleName {
+    Constant,            // 1
+    ConstantWithWarmup,  // s/w during warmup, then 1
+    Linear,              // s/w during warmup, then (T − s)/(T − w), floored at 0
+    Cosine,              // s/w during warmup, then ½(1 + cos(π·progress)) (num_cycles 0.5)
+};
+
+// JSON: {"name": "linear", "base_lr": 5e-5, "warmup_steps": 0 | "warmup_ratio": 0.0,
+//        "total_steps": N}; every key optional, defaults as HF TrainingArguments.
+struct ScheduleOptions {
+    ScheduleName name = ScheduleName::Linear;
+    double base_lr = 5e-5;
+    int64_t warmup_steps = 0;
+    // Used when warmup_steps is 0: ceil(total_steps · warmup_ratio) steps, as HF's
+    // get_warmup_steps, so a ratio can be given before the number of steps is known.
+    double warmup_ratio = 0;
+    // Needed by linear and cosine, and by a warmup ratio; the trainer fills it in from the
+    // data set size when the config leaves it 0.
+    int64_t total_steps = 0;
+};
+
+const char* schedule_name(ScheduleName name);
+
+// Warmup in steps, the ratio resolved against total_steps.
+int64_t warmup_steps(const ScheduleOptions& options);
+
+// The learning rate of the update that follows `step` completed updates. Throws when the
+// options cannot define it (a decay schedule or a warmup ratio without total_steps).
+double learning_rate(const ScheduleOptions& options, int64_t step);
+
+// Unknown keys and names, wrong types and out-of-range values are errors naming the key.
+void from_json(const nlohmann::json& j, ScheduleOptions& options);
+void to_json(nlohmann::json& j, const ScheduleOptions& options);
+
+}  // namespace qdq

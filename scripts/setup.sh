@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every dependency from Debian's packages (as root) and builds qdqtrain in Release.
+# Idempotent: packages already present are not fetched again; the build is incremental.
+# Usage: scripts/setup.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${1:-$root/build}
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libeigen3-dev libopenblas0-openmp
+  libhdf5-dev hdf5-tools nlohmann-json3-dev zlib1g-dev
+  libgtest-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  python3 python3-numpy python3-torch python3-onnx
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup.sh: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build_dir"

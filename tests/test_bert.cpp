@@ -1,0 +1,258 @@
+// The BERT model against tests/fixtures/make_bert_reference.py: a PyTorch BERT with Hugging
+// Face's semantics and parameter names, saved as safetensors. Logits, loss and every
+// parameter gradient of the three heads must match.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "autograd/tape.h"
+#include "io/safetensors.h"
+#include "nn/heads.h"
+#include "nn/roberta.h"
+#include "nn/state_dict.h"
+#include "tests/support/gradcheck.h"
+
+using namespace qdq;
+using namespace qdq::nn;
+using qdq::testing::expect_close;
+
+namespace {
+
+const std::string kDir = std::string(QDQ_FIXTURE_DIR) + "/bert_tiny/";
+
+// float32 forward through two layers, then backward: PyTorch and we sum in different orders
+// (GEMM blocking, softmax and LayerNorm reductions), so agreement is to ~1e-5 relative on
+// well-conditioned values; 1e-4 relative plus 1e-5 of the tensor's scale absorbs the
+// cancellations in gradient entries that are near zero.
+constexpr float kRtol = 1e-4f;
+
+std::map<std::string, Tensor> load_expected(const std::string& head) {
+    std::map<std::string, Tensor> out;
+    for (NamedTensor& t : load_safetensors(kDir + head + ".expected.safetensors").tensors)
+        out[t.name] = t.tensor;
+    return out;
+}
+
+float max_abs(const Tensor& t) {
+    float m = 0;
+    for (float v : t.to_vector()) m = std::max(m, std::fabs(v));
+    return m;
+}
+
+void expect_matches(const Tensor& actual, const Tensor& expected, const std::string& what) {
+    expect_close(actual, expected, kRtol, 1e-5f * std::max(1.0f, max_abs(expected)), what.c_str());
+}
+
+template <typename Model>
+void load_fixture_weights(Model& model, const std::string& head) {
+    LoadReport report =
+        load_state_dict(model, load_safetensors(kDir + head + ".safetensors").tensors, head);
+    EXPECT_TRUE(report.missing.empty()) << report.summary();
+    EXPECT_TRUE(report.unexpected.empty()) << report.summary();
+}
+
+void expect_parameter_gradients(const Module& model, std::map<std::string, Tensor>& expected) {
+    for (const NamedTensor& p : model.named_parameters()) {
+        ASSERT_TRUE(expected.count("grad." + p.name)) << "fixture lacks grad for " << p.name;
+        ASSERT_TRUE(p.tensor.grad().defined()) << p.name << " received no gradient";
+        expect_matches(p.tensor.grad(), expected["grad." + p.name], "grad " + p.name);
+    }
+}
+
+BertInputs inputs_from(std::map<std::string, Tensor>& e) {
+    return {e["input_ids"], e["token_type_ids"], e["attention_mask"]};
+}
+
+BertConfig fixture_config() { return load_bert_config(kDir + "config.json"); }
+
+}  // namespace
+
+TEST(Bert, SequenceClassificationMatchesPyTorch) {
+    auto e = load_expected("seqcls");
+    Rng init(1);
+    BertForSequenceClassification model(fixture_config(), init);
+    load_fixture_weights(model, "seqcls");
+    model.eval();
+    Tensor logits = model.forward(inputs_from(e));
+    Tensor loss = BertForSequenceClassification::loss(logits, e["labels"]);
+    expect_matches(logits, e["logits"], "logits");
+    expect_matches(reshape(loss, {1}), e["loss"], "loss");
+    backward(loss);
+    expect_parameter_gradients(model, e);
+}
+
+TEST(Bert, QuestionAnsweringMatchesPyTorch) {
+    auto e = load_expected("qa");
+    Rng init(1);
+    BertForQuestionAnswering model(fixture_config(), init);
+    load_fixture_weights(model, "qa");
+    model.eval();
+    SpanLogits logits = model.forward(inputs_from(e));
+    Tensor positions = e["labels"];  // [2, B]: start row, end row
+    int32_t B = (int32_t)positions.size(1);
+    const int32_t* p = positions.i32();
+    Tensor start = from_ints({B}, {p, p + B}), end = from_ints({B}, {p + B, p + 2 * B});
+    Tensor loss = BertForQuestionAnswering::loss(logits, start, end);
+    expect_matches(logits.start, e["start_logits"], "start_logits");
+    expect_matches(logits.end, e["end_logits"], "end_logits");
+    expect_matches(reshape(loss, {1}), e["loss"], "loss");
+    backward(loss);
+    expect_parameter_gradients(model, e);
+}
+
+TEST(Bert, MaskedLMMatchesPyTorchWithTiedDecoder) {
+    auto e = load_expected("mlm");
+    Rng init(1);
+    BertForMaskedLM model(fixture_config(), init);
+    load_fixture_weights(model, "mlm");
+    model.eval();
+    Tensor logits = model.forward(inputs_from(e));
+    Tensor loss = BertForMaskedLM::loss(logits, e["labels"]);
+    expect_matches(logits, e["logits"], "logits");
+    expect_matches(reshape(loss, {1}), e["loss"], "loss");
+    backward(loss);
+    // The word embeddings' gradient includes the decoder's contribution (weights are tied).
+    expect_parameter_gradients(model, e);
+}
+
+TEST(Bert, TrainingModeWithoutDropoutMatchesTheReference) {
+    auto e = load_expected("seqcls");
+    BertConfig c = fixture_config();
+    c.hidden_dropout_prob = 0;
+    c.attention_probs_dropout_prob = 0;
+    Rng init(1);
+    BertForSequenceClassification model(c, init);
+    load_fixture_weights(model, "seqcls");
+    model.train();
+    Tensor logits = model.forward(inputs_from(e));
+    expect_matches(logits, e["logits"], "logits");
+    backward(BertForSequenceClassification::loss(logits, e["labels"]));
+    expect_parameter_gradients(model, e);
+}
+
+TEST(Bert, DropoutInTrainingModeChangesTheOutputReproducibly) {
+    auto e = load_expected("seqcls");
+    auto run = [&](uint64_t seed) {
+        Rng init(1);
+        BertForSequenceClassification model(fixture_config(), init);
+        load_fixture_weights(model, "seqcls");
+        model.dropout_rng = Rng(seed);
+        NoGradGuard no_grad;
+        return model.forward(inputs_from(e)).to_vector();
+    };
+    EXPECT_EQ(run(7), run(7));
+    EXPECT_NE(run(7), run(8));
+    EXPECT_NE(run(7), e["logits"].to_vector());
+}
+
+TEST(Bert, StateDictKeysAreHuggingFaces) {
+    Rng init(1);
+    BertForSequenceClassification model(fixture_config(), init);
+    NamedTensors params = model.named_parameters();
+    EXPECT_EQ(params.front().name, "bert.embeddings.word_embeddings.weight");
+    EXPECT_EQ(params[4].name, "bert.embeddings.LayerNorm.bias");
+    EXPECT_EQ(params[5].name, "bert.encoder.layer.0.attention.self.query.weight");
+    EXPECT_EQ(params.back().name, "classifier.bias");
+    int64_t expected_count = 0;
+    for (const NamedTensor& t : load_safetensors(kDir + "seqcls.safetensors").tensors)
+        expected_count += t.tensor.numel();
+    EXPECT_EQ(model.parameter_count(), expected_count);
+}
+
+TEST(Bert, HuggingFaceInitialisation) {
+    BertConfig c = fixture_config();
+    c.vocab_size = 2000;
+    c.hidden_size = 64;
+    Rng init(3);
+    BertForSequenceClassification model(c, init);
+    for (const NamedTensor& p : model.named_parameters()) {
+        std::vector<float> v = p.tensor.to_vector();
+        double mean = 0, sq = 0;
+        for (float x : v) mean += x, sq += (double)x * x;
+        mean /= v.size();
+        double stddev = std::sqrt(sq / v.size() - mean * mean);
+        if (p.name.find("LayerNorm.weight") != std::string::npos)
+            EXPECT_EQ(v, std::vector<float>(v.size(), 1.0f)) << p.name;
+        else if (p.name.size() > 4 && p.name.compare(p.name.size() - 4, 4, "bias") == 0)
+            EXPECT_EQ(v, std::vector<float>(v.size(), 0.0f)) << p.name;
+        else if (v.size() > 4000)  // enough samples for the standard deviation to be ~1% off
+            EXPECT_NEAR(stddev, c.initializer_range, 0.1 * c.initializer_range) << p.name;
+    }
+}
+
+TEST(Bert, BareBertModelFileLoadsIntoATaskModel) {
+    NamedTensors bare;
+    for (NamedTensor& t : load_safetensors(kDir + "qa.safetensors").tensors)
+        if (t.name.rfind("bert.", 0) == 0) bare.push_back({t.name.substr(5), t.tensor});
+    Rng init(1);
+    BertForQuestionAnswering model(fixture_config(), init);
+    LoadReport report = load_state_dict(model, bare, "bare");
+    EXPECT_TRUE(report.unexpected.empty()) << report.summary();
+    EXPECT_EQ(report.missing, (std::vector<std::string>{"qa_outputs.bias", "qa_outputs.weight"}));
+}
+
+TEST(Bert, TensorFlowLayerNormNamesAreRenamed) {
+    NamedTensors renamed;
+    for (NamedTensor& t : load_safetensors(kDir + "qa.safetensors").tensors) {
+        std::string name = t.name;
+        size_t at = name.find("LayerNorm.weight");
+        if (at != std::string::npos) name.replace(at, 16, "LayerNorm.gamma");
+        renamed.push_back({name, t.tensor});
+    }
+    Rng init(1);
+    BertForQuestionAnswering model(fixture_config(), init);
+    LoadReport report = load_state_dict(model, renamed, "tf-names");
+    EXPECT_TRUE(report.missing.empty() && report.unexpected.empty()) << report.summary();
+}
+
+TEST(Bert, ShapeMismatchNamesTheKey) {
+    NamedTensors tensors = load_safetensors(kDir + "seqcls.safetensors").tensors;
+    BertConfig c = fixture_config();
+    c.num_labels = 2;
+    Rng init(1);
+    BertForSequenceClassification model(c, init);
+    try {
+        load_state_dict(model, tensors, "seqcls.safetensors");
+        FAIL() << "a [3, 32] classifier loaded into a [2, 32] one";
+    } catch (const std::runtime_error& err) {
+        std::string message = err.what();
+        EXPECT_NE(message.find("'classifier."), std::string::npos) << message;
+        EXPECT_NE(message.find("[3"), std::string::npos) << message;
+    }
+}
+
+TEST(Bert, ConfigErrorsNameTheField) {
+    auto error_of = [](const nlohmann::json& j) {
+        try {
+            bert_config_from_json(j, "config.json");
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of({{"hidden_sise", 4}}).find("hidden_sise"), std::string::npos);
+    EXPECT_NE(error_of({{"hidden_size", "768"}}).find("hidden_size"), std::string::npos);
+    EXPECT_NE(error_of({{"hidden_size", 30}, {"num_attention_heads", 4}}).find("multiple"), std::string::npos);
+    EXPECT_NE(error_of({{"hidden_act", "relu"}}).find("hidden_act"), std::string::npos);
+    EXPECT_NE(error_of({{"hidden_dropout_prob", 1.5}}).find("hidden_dropout_prob"), std::string::npos);
+    EXPECT_EQ(error_of({{"architectures", {"BertModel"}}, {"transformers_version", "4.30"}}), "no error");
+    EXPECT_EQ(bert_config_from_json({{"id2label", {{"0", "a"}, {"1", "b"}, {"2", "c"}}}}, "x").num_labels, 3);
+}
+
+TEST(Bert, RobertaTransplantGivesRobertasLogits) {
+    std::ifstream in(kDir + "roberta_config.json");
+    BertConfig c = bert_config_from_roberta_json(nlohmann::json::parse(in), "roberta_config.json");
+    EXPECT_EQ(c.max_position_embeddings, 64);
+    EXPECT_EQ(c.type_vocab_size, 1);
+    NamedTensors roberta = load_safetensors(kDir + "roberta.safetensors").tensors;
+    ASSERT_TRUE(is_roberta_checkpoint(roberta));
+    Rng init(1);
+    BertForSequenceClassification model(c, init);
+    LoadReport report = load_state_dict(model, roberta_to_bert(roberta), "roberta.safetensors");
+    EXPECT_TRUE(report.missing.empty() && report.unexpected.empty()) << report.summary();
+    model.eval();
+    auto e = load_expected("roberta");
+    expect_matches(model.forward(inputs_from(e)), e["logits"], "logits");
+}

@@ -1,0 +1,83 @@
+// CUDA backend: device memory, cuBLAS GEMM, the elementwise kernel and op dispatch by device,
+// each compared with the CPU path (itself checked against PyTorch in the ops tests).
+// Without a device every test but the first skips with "skipped: no CUDA device".
+#include <gtest/gtest.h>
+
+#include "autograd/gemm.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "cuda/backend.h"
+#include "tests/support/gradcheck.h"
+
+using namespace qdq;
+using qdq::testing::expect_close;
+using qdq::testing::random_tensor;
+
+#define REQUIRE_CUDA_DEVICE()                                                               \
+    do {                                                                                    \
+        if (cuda::device_count() == 0)                                                      \
+            GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")"; \
+    } while (0)
+
+TEST(Cuda, AllocatingWithoutADeviceIsAClearError) {
+    if (cuda::device_count() > 0) GTEST_SKIP() << "a device is present; nothing to refuse";
+    try {
+        empty({4}, DType::F32, Device::CUDA);
+        FAIL() << "allocation on a missing device succeeded";
+    } catch (const std::runtime_error& e) {
+        std::string message = e.what();
+        EXPECT_FALSE(message.empty());
+        if (!cuda::built_with_cuda()) EXPECT_NE(message.find("without the CUDA backend"), std::string::npos);
+    }
+}
+
+TEST(Cuda, CopiesRoundTrip) {
+    REQUIRE_CUDA_DEVICE();
+    Tensor host = random_tensor({3, 5}, 1);
+    Tensor back = host.to(Device::CUDA).to(Device::CPU);
+    EXPECT_EQ(back.to_vector(), host.to_vector());
+    EXPECT_EQ(zeros({7}, DType::F32, Device::CUDA).to_vector(), std::vector<float>(7, 0.0f));
+}
+
+TEST(Cuda, CublasGemmMatchesCpuGemmForEveryTransposeCombination) {
+    REQUIRE_CUDA_DEVICE();
+    const int64_t M = 37, N = 29, K = 53;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            Tensor a = random_tensor(ta ? Shape{K, M} : Shape{M, K}, 2);
+            Tensor b = random_tensor(tb ? Shape{N, K} : Shape{K, N}, 3);
+            Tensor c_cpu = random_tensor({M, N}, 4);
+            Tensor c_gpu = c_cpu.to(Device::CUDA);
+            Tensor a_gpu = a.to(Device::CUDA), b_gpu = b.to(Device::CUDA);
+            gemm(ta, tb, M, N, K, 0.5f, a.f32(), ta ? M : K, b.f32(), tb ? K : N, 2.0f, c_cpu.f32(), N);
+            cuda::gemm(ta, tb, M, N, K, 0.5f, a_gpu.f32(), ta ? M : K, b_gpu.f32(), tb ? K : N,
+                       2.0f, c_gpu.f32(), N);
+            // Summation order differs between the libraries: K = 53 products of |x| < 1.
+            expect_close(c_gpu.to(Device::CPU), c_cpu, 1e-5f, 1e-5f, "gemm");
+        }
+}
+
+TEST(Cuda, AddAndMatmulDispatchByDeviceForwardAndBackward) {
+    REQUIRE_CUDA_DEVICE();
+    Tensor a = random_tensor({2, 4, 8}, 5), b = random_tensor({2, 8, 3}, 6), c = random_tensor({2, 4, 3}, 7);
+    Tensor grad = random_tensor({2, 4, 3}, 8);
+
+    auto run = [&](Device device) {
+        Tensor da = a.to(device).set_requires_grad(), db = b.to(device).set_requires_grad();
+        Tensor y = add(matmul(da, db), c.to(device));
+        EXPECT_EQ(y.device(), device);
+        backward(y, grad.to(device));
+        return std::vector<Tensor>{y.detach().to(Device::CPU), da.grad().to(Device::CPU),
+                                   db.grad().to(Device::CPU)};
+    };
+    std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+    expect_close(gpu[0], cpu[0], 1e-5f, 1e-5f, "output");
+    expect_close(gpu[1], cpu[1], 1e-5f, 1e-5f, "grad a");
+    expect_close(gpu[2], cpu[2], 1e-5f, 1e-5f, "grad b");
+}
+
+TEST(Cuda, OpWithoutACudaKernelSaysSo) {
+    REQUIRE_CUDA_DEVICE();
+    Tensor x = random_tensor({4}, 9).to(Device::CUDA);
+    EXPECT_THROW(gelu(x), std::runtime_error);
+}
