@@ -12,9 +12,10 @@ namespace qdq {
 
 // ---- matmul.cpp --------------------------------------------------------------------------
 // a [..., M, K] (or [..., K, M] with trans_a) times b [..., K, N] (or [..., N, K] with trans_b).
-// Leading (batch) dims must be equal; a 2-D b is shared by every batch entry.
+// Leading (batch) dims must be equal; a 2-D b is shared by every batch entry. CPU or CUDA.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x [..., in] · weightᵀ + bias; weight [out, in] as in torch.nn.Linear; bias [out] or undefined.
+// CPU or CUDA.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // ---- elementwise.cpp: numpy broadcasting ----------------------------------------------------
@@ -48,7 +49,8 @@ Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end);
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis);
 
 // ---- embedding.cpp -------------------------------------------------------------------------
-// weight [V, C], ids int32 [...] -> [..., C]; backward scatter-adds into weight's gradient.
+// weight [V, C], ids int32 [...] in [0, V) -> [..., C]; backward scatter-adds into weight's
+// gradient.
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 
 // ---- activation.cpp ------------------------------------------------------------------------
@@ -57,8 +59,8 @@ Tensor tanh(const Tensor& x);
 
 // ---- softmax.cpp ---------------------------------------------------------------------------
 // softmax(scale * x + mask) over the last axis. mask is additive (0 or a large negative),
-// broadcastable to x (attention uses [B, 1, 1, T] against [B, H, T, T]), or undefined.
-// No gradient flows to the mask.
+// broadcastable to x with x's last dim (attention uses [B, 1, 1, T] against [B, H, T, T]), or
+// undefined. No gradient flows to the mask.
 Tensor softmax(const Tensor& x, float scale = 1.0f, const Tensor& mask = Tensor());
 
 // ---- cross_entropy.cpp ---------------------------------------------------------------------
@@ -76,7 +78,8 @@ Tensor add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& gam
 
 // ---- dropout.cpp ---------------------------------------------------------------------------
 // Inverted dropout: zero with probability p, scale the rest by 1/(1-p). Identity when
-// !training or p == 0. Draws one key from rng per call (see rng.h).
+// !training or p == 0 (x itself is returned and nothing drawn or recorded); p must be in [0, 1).
+// Otherwise draws one key from rng per call (see rng.h).
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng);
 
 }  // namespace qdq

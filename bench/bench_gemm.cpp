@@ -3,7 +3,8 @@
 //   forward      y[M, out]  = x[M, in] · Wᵀ            (trans_b)
 //   grad_input   dx[M, in]  = dy[M, out] · W[out, in]   (no transposes)
 //   grad_weight  dW[out, in] = dyᵀ[out, M] · x[M, in]   (trans_a)
-// Usage: bench_gemm [--warmup N] [--reps N] [--threads N]
+// Usage: bench_gemm [--warmup N] [--reps N] [--threads N] [--only NAME]
+// (--only runs the products whose name contains NAME)
 #include <omp.h>
 
 #include <cstdio>
@@ -34,12 +35,16 @@ std::vector<float> random_buffer(int64_t n, qdq::Rng& rng) {
 
 int main(int argc, char** argv) {
     int warmup = 2, reps = 10;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--warmup")) warmup = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--threads")) omp_set_num_threads(std::atoi(argv[i + 1]));
+    std::string only;
+    for (int i = 1; i < argc; i += 2) {
+        const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+        if (value && !std::strcmp(argv[i], "--warmup")) warmup = std::atoi(value);
+        else if (value && !std::strcmp(argv[i], "--reps")) reps = std::atoi(value);
+        else if (value && !std::strcmp(argv[i], "--threads")) omp_set_num_threads(std::atoi(value));
+        else if (value && !std::strcmp(argv[i], "--only")) only = value;
         else {
-            std::fprintf(stderr, "usage: %s [--warmup N] [--reps N] [--threads N]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--warmup N] [--reps N] [--threads N] [--only NAME]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -65,6 +70,7 @@ int main(int argc, char** argv) {
 
     qdq::Rng rng(1);
     for (const Product& p : products) {
+        if (p.name.find(only) == std::string::npos) continue;
         // Stored shapes: A is [M, K] or, transposed, [K, M]; B is [K, N] or [N, K].
         int64_t lda = p.trans_a ? p.M : p.K;
         int64_t ldb = p.trans_b ? p.K : p.N;

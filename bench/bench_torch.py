@@ -44,18 +44,25 @@ def print_row(name, timing, flops):
     print(f"{name:<28} {reps:5d} {median:11.3f} {low:11.3f} {gflops}", flush=True)
 
 
-def blas_description():
-    """The OpenBLAS that torch loaded and the kernel it chose, read from the library itself."""
+def loaded_openblas():
+    """The OpenBLAS library torch loaded (Debian's torch calls BLAS through it), or None."""
     with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if "libopenblas" in line}
-    for path in sorted(paths):
-        lib = ctypes.CDLL(path)
-        lib.openblas_get_corename.restype = ctypes.c_char_p
-        core = lib.openblas_get_corename().decode()
-        source = os.environ.get("OPENBLAS_CORETYPE")
-        chosen = f"OPENBLAS_CORETYPE={source} from the environment" if source else "its own CPU detection"
-        return f"OpenBLAS ({os.path.basename(path)}), kernel {core}, {chosen}"
-    return "not OpenBLAS: " + torch.__config__.show().split("BLAS_INFO=")[-1].split(",")[0]
+        paths = sorted({line.split()[-1] for line in maps if "libopenblas" in line})
+    if not paths:
+        return None, None
+    lib = ctypes.CDLL(paths[0])
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    return lib, paths[0]
+
+
+def blas_description(lib, path):
+    """Which OpenBLAS kernel torch's GEMMs run, read from the library itself."""
+    if lib is None:
+        return "not OpenBLAS: " + torch.__config__.show().split("BLAS_INFO=")[-1].split(",")[0]
+    core = lib.openblas_get_corename().decode()
+    source = os.environ.get("OPENBLAS_CORETYPE")
+    chosen = f"OPENBLAS_CORETYPE={source} from the environment" if source else "its own CPU detection"
+    return f"OpenBLAS ({os.path.basename(path)}), kernel {core}, {chosen}"
 
 
 # ---- GEMM --------------------------------------------------------------------------------
@@ -252,10 +259,14 @@ def main():
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
+    blas, blas_path = loaded_openblas()
+    if blas is not None:
+        # torch.set_num_threads does not reach OpenBLAS's own thread pool.
+        blas.openblas_set_num_threads(args.threads)
     torch.manual_seed(0)
     print(f"# bench_torch.py (PyTorch {torch.__version__}), {torch.get_num_threads()} threads, "
           f"batch {BATCH} x seq {SEQ}, median of N")
-    print(f"# gemm: {blas_description()}")
+    print(f"# gemm: {blas_description(blas, blas_path)}")
     print_header()
     with torch.no_grad():
         if not args.no_gemm:

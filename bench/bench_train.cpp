@@ -4,7 +4,8 @@
 //   step_<size>_train  a whole BERT classification step: forward, cross-entropy, backward, SGD
 //   step_<size>_eval   evaluation forward (no tape, dropout off)
 // for the sizes of PERF-NOTES: tiny (2 layers / 128 hidden) and mini (4 / 256).
-// Usage: bench_train [--warmup N] [--steps N] [--threads N] [--only SUBSTRING]
+// Usage: bench_train [--warmup N] [--steps N] [--threads N] [--only NAME]
+// (--only runs the workloads whose name contains NAME)
 #include <omp.h>
 
 #include <cstdio>
@@ -98,14 +99,14 @@ void bench_bert(const BertConfig& config, int default_steps, const Options& opt)
 
 int main(int argc, char** argv) {
     Options opt;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--warmup")) opt.warmup = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--steps")) opt.steps = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--threads")) omp_set_num_threads(std::atoi(argv[i + 1]));
-        else if (!std::strcmp(argv[i], "--only")) opt.only = argv[i + 1];
+    for (int i = 1; i < argc; i += 2) {
+        const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+        if (value && !std::strcmp(argv[i], "--warmup")) opt.warmup = std::atoi(value);
+        else if (value && !std::strcmp(argv[i], "--steps")) opt.steps = std::atoi(value);
+        else if (value && !std::strcmp(argv[i], "--threads")) omp_set_num_threads(std::atoi(value));
+        else if (value && !std::strcmp(argv[i], "--only")) opt.only = value;
         else {
-            std::fprintf(stderr,
-                         "usage: %s [--warmup N] [--steps N] [--threads N] [--only SUBSTRING]\n",
+            std::fprintf(stderr, "usage: %s [--warmup N] [--steps N] [--threads N] [--only NAME]\n",
                          argv[0]);
             return 2;
         }

@@ -5,6 +5,7 @@
 # Usage: bench/run.sh [BUILD_DIR]          (default: build)
 # Environment:
 #   ROUNDS=2          C++/PyTorch alternations; each side's figure is its best per-run median
+#   THREADS=2         threads for both sides (OpenMP and the BLAS)
 #   PYTHON=...        a Python with torch (default: the first of python3, /usr/bin/python3
 #                     that imports torch)
 #   INFO_DEFAULT=1    also run PyTorch once with OpenBLAS's own kernel choice (0 to skip)
@@ -18,9 +19,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:-build}
 rounds=${ROUNDS:-2}
+threads=${THREADS:-2}
 info_default=${INFO_DEFAULT:-1}
-read -r -a gemm_args <<< "${GEMM_ARGS:-}"
-read -r -a train_args <<< "${TRAIN_ARGS:-}"
+read -r -a gemm_args <<< "--threads $threads ${GEMM_ARGS:-}"
+read -r -a train_args <<< "--threads $threads ${TRAIN_ARGS:-}"
 
 for exe in bench_gemm bench_train; do
     if [[ ! -x "$build/bench/$exe" ]]; then
@@ -103,14 +105,14 @@ awk -v info="$info_default" '
         if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
     }
     END {
-        header = sprintf("%-22s %11s %11s %8s %9s %9s", "workload", "ours_ms", "torch_ms",
+        header = sprintf("%-22s %11s %11s %8s %10s %10s", "workload", "ours_ms", "torch_ms",
                          "ratio", "ours_GF/s", "torch_GF/s")
         if (info) header = header sprintf(" %15s", "torch_default_ms")
         print header
         for (i = 1; i <= n; ++i) {
             w = order[i]; o = "ours" SUBSEP w; t = "torch" SUBSEP w; d = "default" SUBSEP w
             ratio = (o in best && t in best) ? sprintf("%8.2f", best[t] / best[o]) : sprintf("%8s", "-")
-            line = sprintf("%-22s %11s %11s %s %9s %9s", w,
+            line = sprintf("%-22s %11s %11s %s %10s %10s", w,
                            (o in best) ? sprintf("%.1f", best[o]) : "-",
                            (t in best) ? sprintf("%.1f", best[t]) : "-", ratio,
                            (o in rate) ? rate[o] : "-", (t in rate) ? rate[t] : "-")

@@ -15,7 +15,6 @@ using unicode::CharProperties;
 // BertPreTokenizer: whitespace ends a word and is dropped; punctuation is a word of its own.
 struct WordSplitter {
     NormalizedText& out;
-    const unicode::PropertyTable& table;
     uint32_t word_first = 0;
 
     void close_word() {
@@ -119,7 +118,7 @@ void normalize_and_split(std::string_view text, bool uncased, NormalizedText& ou
     out.chars.reserve(text.size());
 
     const unicode::PropertyTable& table = unicode::property_table();
-    WordSplitter words{out, table};
+    WordSplitter words{out};
     AccentStripper stripper{words, table};
     uint32_t index = 0;
     for (size_t pos = 0; pos < text.size(); ++index) {
@@ -143,7 +142,7 @@ void normalize_and_split(std::string_view text, bool uncased, NormalizedText& ou
         const bool cjk = properties.flags & unicode::kCjk;
         if (!uncased) {
             if (cjk) words.close_word();
-            words.push(c, char_properties(table, c).flags, source);
+            words.push(c, properties.flags, source);
             if (cjk) words.close_word();
             continue;
         }

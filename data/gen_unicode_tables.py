@@ -25,8 +25,10 @@ EXPECTED_UNICODE = "14.0.0"
 def code_point_set(ranges):
     return frozenset(cp for first, last in ranges for cp in range(first, last + 1))
 
+
 # Cf in 14.0 but unassigned in 8.0: the reference keeps them.
-NOT_DROPPED = code_point_set([(0x0890, 0x0891), (0x08E2, 0x08E2), (0x110CD, 0x110CD), (0x13430, 0x13438)])
+NOT_DROPPED = code_point_set([(0x0890, 0x0891), (0x08E2, 0x08E2), (0x110CD, 0x110CD),
+                              (0x13430, 0x13438)])
 # P* in 14.0 but unassigned in 8.0.
 NOT_PUNCTUATION = code_point_set([
     (0x061D, 0x061D), (0x09FD, 0x09FD), (0x0A76, 0x0A76), (0x0C77, 0x0C77), (0x0C84, 0x0C84),
@@ -85,19 +87,22 @@ LOWERCASE_AFTER_14_0 = [
 ]
 
 # BERT's "Chinese character" blocks as tokenizers spells them (note 0x2B920, not 0x2B820).
-CJK = code_point_set([(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-              (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)])
+CJK_IDEOGRAPHS = code_point_set([
+    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+    (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
+])
 
 # Rust's char::is_whitespace (the White_Space property).
-WHITE_SPACE = code_point_set([(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
-               (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
-               (0x3000, 0x3000)])
+WHITE_SPACE = code_point_set([
+    (0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+])
 
 HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 
-# Must match the enum in data/unicode_tables.h.
-DROP_FLAG, SPACE_FLAG, PUNCT_FLAG, CJK_FLAG, MARK_FLAG, DECOMPOSES_FLAG, LOWERCASES_FLAG = 1, 2, 4, 8, 16, 32, 64
-
+# CharFlag in data/unicode_tables.h.
+FLAG_DROP, FLAG_SPACE, FLAG_PUNCTUATION, FLAG_CJK = 1, 2, 4, 8
+FLAG_NONSPACING_MARK, FLAG_HAS_DECOMPOSITION, FLAG_HAS_LOWERCASE = 16, 32, 64
 
 
 def is_ascii_punctuation(cp):
@@ -133,13 +138,13 @@ def flags_of(cp):
     mark = category == "Mn" and cp not in NOT_NONSPACING_MARK
     mark = mark or cp in NONSPACING_MARK_IN_8_0
     flags = 0
-    flags |= DROP_FLAG if drop else 0
-    flags |= SPACE_FLAG if cp in WHITE_SPACE else 0
-    flags |= PUNCT_FLAG if punct else 0
-    flags |= CJK_FLAG if cp in CJK else 0
-    flags |= MARK_FLAG if mark else 0
-    flags |= DECOMPOSES_FLAG if decomposition(cp) or HANGUL_FIRST <= cp <= HANGUL_LAST else 0
-    flags |= LOWERCASES_FLAG if lowercase(cp) else 0
+    flags |= FLAG_DROP if drop else 0
+    flags |= FLAG_SPACE if cp in WHITE_SPACE else 0
+    flags |= FLAG_PUNCTUATION if punct else 0
+    flags |= FLAG_CJK if cp in CJK_IDEOGRAPHS else 0
+    flags |= FLAG_NONSPACING_MARK if mark else 0
+    flags |= FLAG_HAS_DECOMPOSITION if decomposition(cp) or HANGUL_FIRST <= cp <= HANGUL_LAST else 0
+    flags |= FLAG_HAS_LOWERCASE if lowercase(cp) else 0
     return flags
 
 
@@ -196,7 +201,7 @@ def main():
         "",
         "namespace qdq::unicode {",
         "",
-        f"const CodePointRange kPropertyRanges[] = {{",
+        "const CodePointRange kPropertyRanges[] = {",
         rows([f"{{{hex_(a)}, {hex_(b)}, {f}, {c}}}," for a, b, f, c in ranges], 4),
         "};",
         "const size_t kPropertyRangeCount = sizeof(kPropertyRanges) / sizeof(kPropertyRanges[0]);",

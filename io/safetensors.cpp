@@ -44,6 +44,12 @@ struct Header {
     throw std::runtime_error(source + ": invalid safetensors file: " + problem);
 }
 
+// A name from the file, in quotes, cut short: a corrupt header can hold a 100 MB key.
+std::string quoted(const std::string& name) {
+    constexpr size_t kShown = 200;
+    return "\"" + (name.size() <= kShown ? name : name.substr(0, kShown) + "...") + "\"";
+}
+
 size_t file_dtype_size(FileDType dtype) {
     switch (dtype) {
         case FileDType::F16:
@@ -64,7 +70,7 @@ FileDType parse_dtype(const std::string& name, const std::string& where, const s
                                                        "U64", "F64", "F8_E5M2", "F8_E4M3"};
     if (auto it = supported.find(name); it != supported.end()) return it->second;
     if (unsupported.count(name)) fail(source, where + ": unsupported dtype " + name);
-    fail(source, where + ": unknown dtype \"" + name + "\"");
+    fail(source, where + ": unknown dtype " + quoted(name));
 }
 
 // Header length from the first 8 bytes, checked against the limit and the file size.
@@ -97,7 +103,7 @@ json parse_header_json(std::string_view text, const std::string& source) {
             case json::parse_event_t::object_end: keys_per_open_object.pop_back(); break;
             case json::parse_event_t::key:
                 if (!keys_per_open_object.back().insert(parsed.get<std::string>()).second)
-                    fail(source, "duplicate key \"" + parsed.get<std::string>() + "\" in header");
+                    fail(source, "duplicate key " + quoted(parsed.get<std::string>()) + " in header");
                 break;
             default: break;
         }
@@ -117,11 +123,11 @@ uint64_t json_unsigned(const json& value, const std::string& what, const std::st
 }
 
 TensorEntry parse_entry(const std::string& name, const json& info, const std::string& source) {
-    const std::string where = "tensor \"" + name + "\"";
+    const std::string where = "tensor " + quoted(name);
     if (!info.is_object()) fail(source, where + " is a JSON " + info.type_name() + ", expected an object");
     for (const auto& [field, value] : info.items())
         if (field != "dtype" && field != "shape" && field != "data_offsets")
-            fail(source, where + ": unexpected field \"" + field + "\"");
+            fail(source, where + ": unexpected field " + quoted(field));
     for (const char* field : {"dtype", "shape", "data_offsets"})
         if (!info.contains(field)) fail(source, where + ": missing \"" + field + "\"");
 
@@ -167,7 +173,7 @@ std::map<std::string, std::string> parse_metadata(const json& value, const std::
     if (!value.is_object()) fail(source, "__metadata__ is not an object");
     std::map<std::string, std::string> metadata;
     for (const auto& [key, text] : value.items()) {
-        if (!text.is_string()) fail(source, "__metadata__ value \"" + key + "\" is not a string");
+        if (!text.is_string()) fail(source, "__metadata__ value " + quoted(key) + " is not a string");
         metadata[key] = text.get<std::string>();
     }
     return metadata;
@@ -181,13 +187,13 @@ void check_tiling(const std::vector<TensorEntry>& entries, uint64_t data_size,
     const TensorEntry* previous = nullptr;
     for (const TensorEntry& e : entries) {
         if (e.end > data_size)
-            fail(source, "tensor \"" + e.name + "\" data_offsets end " + std::to_string(e.end) +
+            fail(source, "tensor " + quoted(e.name) + " data_offsets end " + std::to_string(e.end) +
                              " is past the end of the data (" + std::to_string(data_size) + " bytes)");
         if (e.begin < covered)
-            fail(source, "tensor \"" + e.name + "\" overlaps tensor \"" + previous->name + "\"");
+            fail(source, "tensor " + quoted(e.name) + " overlaps tensor " + quoted(previous->name));
         if (e.begin > covered)
-            fail(source, "gap of " + std::to_string(e.begin - covered) + " bytes before tensor \"" +
-                             e.name + "\" (offsets must be contiguous)");
+            fail(source, "gap of " + std::to_string(e.begin - covered) + " bytes before tensor " +
+                             quoted(e.name) + " (offsets must be contiguous)");
         covered = e.end;
         previous = &e;
     }
@@ -207,7 +213,7 @@ Header parse_header(std::string_view text, uint64_t data_size, const std::string
             header.entries.push_back(parse_entry(key, value, source));
     }
     std::sort(header.entries.begin(), header.entries.end(), [](const auto& a, const auto& b) {
-        return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+        return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
     });
     check_tiling(header.entries, data_size, source);
     return header;
@@ -249,14 +255,14 @@ Tensor decode_tensor(const TensorEntry& entry, const uint8_t* data, const std::s
             for (int64_t i = 0; i < n; ++i) {
                 int64_t v = load_le<int64_t>(data + 8 * i);
                 if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-                    fail(source, "tensor \"" + entry.name + "\": I64 value " + std::to_string(v) +
+                    fail(source, "tensor " + quoted(entry.name) + ": I64 value " + std::to_string(v) +
                                      " at index " + std::to_string(i) + " does not fit int32");
                 out[i] = (int32_t)v;
             }
             return t;
         }
     }
-    fail(source, "tensor \"" + entry.name + "\": unhandled dtype");
+    fail(source, "tensor " + quoted(entry.name) + ": unhandled dtype");
 }
 
 void read_exact(std::ifstream& in, uint64_t offset, void* dst, uint64_t n, const std::string& path) {

@@ -10,6 +10,7 @@
 #include "autograd/tape.h"
 #include "io/safetensors.h"
 #include "nn/heads.h"
+#include "nn/pretrained.h"
 #include "nn/roberta.h"
 #include "nn/state_dict.h"
 #include "tests/support/gradcheck.h"
@@ -255,4 +256,26 @@ TEST(Bert, RobertaTransplantGivesRobertasLogits) {
     model.eval();
     auto e = load_expected("roberta");
     expect_matches(model.forward(inputs_from(e)), e["logits"], "logits");
+}
+
+TEST(Bert, SafetensorsAndHdf5RoundTripsAreExact) {
+    BertConfig c = fixture_config();
+    Rng init(1);
+    BertForMaskedLM model(c, init);
+    load_fixture_weights(model, "mlm");
+    std::string dir = ::testing::TempDir() + "qdq_bert_roundtrip";
+    save_pretrained(model, c, dir);
+    save_hdf5(model, c, dir + "/model.h5");
+    for (const std::string& path : {dir, dir + "/model.safetensors", dir + "/model.h5"}) {
+        BertConfig loaded_config = load_pretrained_config(path == dir + "/model.safetensors" ? dir : path);
+        EXPECT_EQ(bert_config_to_json(loaded_config), bert_config_to_json(c)) << path;
+        Rng other(2);
+        BertForMaskedLM copy(loaded_config, other);
+        LoadReport report = load_pretrained_weights(copy, path);
+        EXPECT_TRUE(report.missing.empty() && report.unexpected.empty()) << path << report.summary();
+        NamedTensors a = model.state_dict(), b = copy.state_dict();
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i)
+            EXPECT_EQ(a[i].tensor.to_vector(), b[i].tensor.to_vector()) << path << " " << a[i].name;
+    }
 }

@@ -201,7 +201,8 @@ TEST_F(IoTest, CorruptSafetensorsThrowNamingFileAndProblem) {
         std::string bytes;
         std::string problem;
     };
-    std::string deep = std::string(200, '[') + std::string(200, ']');
+    const std::string deep = std::string(200, '[') + std::string(200, ']');
+    const std::string long_key(100'000, 'k');
     const std::vector<Case> cases = {
         {"empty file", "", "0 bytes, shorter than the 8-byte header length"},
         {"5-byte file", std::string("\x10\0\0\0\0", 5), "5 bytes, shorter than the 8-byte header length"},
@@ -215,6 +216,8 @@ TEST_F(IoTest, CorruptSafetensorsThrowNamingFileAndProblem) {
         {"deep nesting", safetensors_bytes("{\"a\":" + deep + "}", ""), "nests deeper"},
         {"unknown dtype", safetensors_bytes("{" + entry("a", "F33", "[2,2]", "[0,16]") + "}", f32_4),
          "tensor \"a\": unknown dtype \"F33\""},
+        {"long key in a message", safetensors_bytes("{" + entry(long_key, "F33", "[4]", "[0,16]") + "}", f32_4),
+         "tensor \"" + long_key.substr(0, 200) + "...\": unknown dtype"},
         {"unsupported dtype", safetensors_bytes("{" + entry("a", "F64", "[2]", "[0,16]") + "}", f32_4),
          "tensor \"a\": unsupported dtype F64"},
         {"size mismatch", safetensors_bytes("{" + entry("a", "F32", "[2,2]", "[0,12]") + "}", f32_4),

@@ -118,6 +118,7 @@ CaseTexts texts_of(const json& c, DataSources& data) {
     }
     if (source == "wiki") {
         json row = json::parse(data.line("wiki/enwiki_wikiextractor_AA.jsonl.gz", ref.at("row")));
+        if (row.at("id") != ref.at("id")) throw std::runtime_error("wiki row moved: " + ref.dump());
         return {std::string(split_lines(row.at("text").get_ref<const std::string&>()).at(ref.at("line"))),
                 std::nullopt};
     }
@@ -184,6 +185,53 @@ std::string excerpt(const std::string& text) {
                                                                               json::error_handler_t::replace);
 }
 
+size_t code_points(std::string_view text) {
+    size_t n = 0;
+    for (size_t pos = 0; pos < text.size(); ++n) decode_utf8(text, pos);
+    return n;
+}
+
+// The fixture records each text's length, so that reading a different text is an error of its own.
+void expect_lengths_match(const json& c, const CaseTexts& texts) {
+    if (!c.contains("ref") || !c["ref"].contains("chars")) return;
+    EXPECT_EQ(code_points(texts.first), c["ref"]["chars"].get<size_t>()) << "text of " << c["ref"].dump();
+    if (texts.second) {
+        EXPECT_EQ(code_points(*texts.second), c["ref"]["pair_chars"].get<size_t>()) << "pair of " << c["ref"].dump();
+    }
+}
+
+// Where our encoding of a case differs from the reference's; empty when they agree.
+std::string difference(const json& c, const json& expected, const WordPieceTokenizer& t, const CaseTexts& texts) {
+    Encoding e;
+    try {
+        e = texts.second ? encode_pair(t, texts.first, *texts.second, options_of(c)) : encode(t, texts.first, options_of(c));
+    } catch (const std::invalid_argument& err) {
+        return expected.contains("error") ? "" : std::string("unexpected error: ") + err.what();
+    }
+    if (expected.contains("error")) return "expected the error '" + expected["error"].get<std::string>() + "'";
+    if (expected.contains("ids")) {
+        std::vector<std::pair<int32_t, int32_t>> offsets;
+        for (const TokenSpan& s : e.offsets) offsets.emplace_back(s.begin, s.end);
+        if (e.ids == expected["ids"].get<std::vector<int32_t>>() &&
+            e.token_type_ids == expected["type_ids"].get<std::vector<int32_t>>() &&
+            e.attention_mask == expected["attention_mask"].get<std::vector<int32_t>>() &&
+            offsets == expected["offsets"].get<std::vector<std::pair<int32_t, int32_t>>>())
+            return "";
+        return "expected ids " + expected["ids"].dump() + " offsets " + expected["offsets"].dump() + " type ids " +
+               expected["type_ids"].dump() + "; got" + describe_tokens(t, e, texts, 0, e.ids.size());
+    }
+    if (e.ids.size() != expected["n"].get<size_t>())
+        return "expected " + expected["n"].dump() + " tokens, got " + std::to_string(e.ids.size());
+    const size_t block_size = c.value("block_size", 64), size = block_size ? block_size : e.ids.size();
+    const auto hashes = block_hashes(e, block_size);
+    const auto want = expected["hashes"].get<std::vector<std::string>>();
+    for (size_t b = 0; b < hashes.size(); ++b)
+        if (hashes[b] != want.at(b))
+            return "first differing block of tokens " + std::to_string(b * size) + ".." + std::to_string((b + 1) * size) +
+                   "; ours:" + describe_tokens(t, e, texts, b * size, (b + 1) * size);
+    return "";
+}
+
 // Compares every case of the given sources, for both vocabs; returns how many were compared.
 size_t expect_cases_match(const std::vector<std::string>& sources) {
     DataSources data;
@@ -191,45 +239,10 @@ size_t expect_cases_match(const std::vector<std::string>& sources) {
     for (const json& c : reference().at("cases")) {
         if (std::find(sources.begin(), sources.end(), c.at("source")) == sources.end()) continue;
         const CaseTexts texts = texts_of(c, data);
+        expect_lengths_match(c, texts);
         for (const auto& [vocab_name, expected] : c.at("expected").items()) {
-            const WordPieceTokenizer& t = tokenizer_named(vocab_name);
             ++compared;
-            std::string problem;
-            Encoding e;
-            try {
-                e = texts.second ? encode_pair(t, texts.first, *texts.second, options_of(c))
-                                 : encode(t, texts.first, options_of(c));
-                if (expected.contains("error")) problem = "expected the error '" + expected["error"].get<std::string>() + "'";
-            } catch (const std::invalid_argument& err) {
-                if (!expected.contains("error")) problem = std::string("unexpected error: ") + err.what();
-            }
-            if (problem.empty() && !expected.contains("error")) {
-                if (expected.contains("ids")) {
-                    std::vector<std::pair<int32_t, int32_t>> offsets;
-                    for (const TokenSpan& s : e.offsets) offsets.emplace_back(s.begin, s.end);
-                    if (e.ids != expected["ids"].get<std::vector<int32_t>>() ||
-                        e.token_type_ids != expected["type_ids"].get<std::vector<int32_t>>() ||
-                        e.attention_mask != expected["attention_mask"].get<std::vector<int32_t>>() ||
-                        offsets != expected["offsets"].get<std::vector<std::pair<int32_t, int32_t>>>())
-                        problem = "expected ids " + expected["ids"].dump() + " offsets " + expected["offsets"].dump() +
-                                  " type ids " + expected["type_ids"].dump() + "; got" +
-                                  describe_tokens(t, e, texts, 0, e.ids.size());
-                } else {
-                    const size_t block_size = c.value("block_size", 64);
-                    const auto hashes = block_hashes(e, block_size);
-                    const auto want = expected["hashes"].get<std::vector<std::string>>();
-                    if (e.ids.size() != expected["n"].get<size_t>()) {
-                        problem = "expected " + expected["n"].dump() + " tokens, got " + std::to_string(e.ids.size());
-                    }
-                    for (size_t b = 0; problem.empty() && b < hashes.size(); ++b)
-                        if (hashes[b] != want.at(b)) {
-                            const size_t size = block_size ? block_size : e.ids.size();
-                            problem = "first differing block of tokens " + std::to_string(b * size) + ".." +
-                                      std::to_string((b + 1) * size) + "; ours:" +
-                                      describe_tokens(t, e, texts, b * size, (b + 1) * size);
-                        }
-                }
-            }
+            const std::string problem = difference(c, expected, tokenizer_named(vocab_name), texts);
             if (!problem.empty() && ++mismatched <= 5)
                 ADD_FAILURE() << c.at("source") << " " << (c.contains("ref") ? c["ref"].dump() : "") << " ("
                               << vocab_name << (c.contains("options") ? ", " + c["options"].dump() : "")

@@ -28,6 +28,7 @@ inline float normal_cdf(float x, float e) {
 // y [n] = gelu(x [n])
 QDQ_VECTOR_KERNEL
 void gelu_forward(float* y, const float* x, int64_t n) {
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
         float e = vmath::exp_approx(-0.5f * x[i] * x[i]);
         y[i] = x[i] * normal_cdf(x[i], e);
@@ -38,6 +39,7 @@ void gelu_forward(float* y, const float* x, int64_t n) {
 QDQ_VECTOR_KERNEL
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) {
     constexpr float kInvSqrt2Pi = 0.398942280f;
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
         float e = vmath::exp_approx(-0.5f * x[i] * x[i]);
         dx[i] += dy[i] * (normal_cdf(x[i], e) + x[i] * e * kInvSqrt2Pi);
@@ -52,6 +54,7 @@ void tanh_forward(float* y, const float* x, int64_t n) {
 
 // dx [n] += dy [n] · (1 − y²), y = tanh(x) [n]
 void tanh_backward(float* dx, const float* dy, const float* y, int64_t n) {
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
 }
 

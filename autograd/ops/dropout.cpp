@@ -16,6 +16,7 @@ constexpr int64_t kGrain = 1 << 15;
 QDQ_VECTOR_KERNEL
 void dropout_forward(float* y, const float* x, uint64_t key, float p, float scale, int64_t begin,
                      int64_t end) {
+#pragma omp simd
     for (int64_t i = begin; i < end; ++i)
         y[i] = hashed_uniform(key, (uint64_t)i) < p ? 0.0f : x[i] * scale;
 }
@@ -24,6 +25,7 @@ void dropout_forward(float* y, const float* x, uint64_t key, float p, float scal
 QDQ_VECTOR_KERNEL
 void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float scale,
                       int64_t begin, int64_t end) {
+#pragma omp simd
     for (int64_t i = begin; i < end; ++i)
         dx[i] += hashed_uniform(key, (uint64_t)i) < p ? 0.0f : dy[i] * scale;
 }

@@ -31,6 +31,7 @@ void embedding_backward(float* dweight, const float* dout, const int32_t* ids, i
                      for (int64_t i = 0; i < n; ++i) {
                          float* dst = dweight + ids[i] * C;
                          const float* src = dout + i * C;
+#pragma omp simd
                          for (int64_t c = c0; c < c1; ++c) dst[c] += src[c];
                      }
                  });

@@ -204,8 +204,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 // Columns split across threads: each sums its columns over every row.
                 parallel_for(out, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(rows, 1)),
                              [&](int64_t c0, int64_t c1) {
-                                 for (int64_t r = 0; r < rows - 1; ++r) {
+                                 for (int64_t r = 0; r < rows; ++r) {
                                      const float* gr = g + r * out;
+#pragma omp simd
                                      for (int64_t c = c0; c < c1; ++c) gb[c] += gr[c];
                                  }
                              });
