@@ -31,7 +31,8 @@ ClassificationMetrics classification_metrics(std::span<const int32_t> gold, std:
 // normalize_answer of evaluate-v1.1.py: str.lower(), drop the characters of Python's
 // string.punctuation (ASCII only: “smart quotes”, « » and ¿ stay), replace the words a, an and
 // the (as re's \b(a|an|the)\b sees words) with a space, then split on whitespace and join with
-// single spaces. Unicode is treated as Python 3 does (data/python_text.h).
+// single spaces. Unicode is treated as Python 3 does (data/python_text.h), with one difference
+// left: letters added to Unicode after 14.0 are lowercased, as newer Pythons do and 3.11 does not.
 std::string normalize_squad_answer(std::string_view text);
 
 // 1 when the normalized texts are equal, else 0.

@@ -4,6 +4,9 @@
 // max_seq_length, and a context too long for one input split into windows that overlap by
 // doc_stride tokens, as tokenizers' return_overflowing_tokens does.
 //
+// The lstrip changes no token (BERT drops or splits on every character Python strips), only the
+// question's offsets, which are not kept.
+//
 // Window starts (tokenizers' Encoding::truncate, direction right): with n context tokens and
 // room for w = max_seq_length - 3 - question tokens, the windows are [s, min(s + w, n)) for
 // s = 0, w - stride, 2(w - stride), ... up to the first window that reaches n.
@@ -31,7 +34,11 @@ struct SquadWindow {
     Encoding encoding;
     int32_t context_begin = 0, context_end = 0;  // the context tokens: [context_begin, context_end)
     // Training labels: the first gold answer's first and last token, or both 0 ([CLS]) when the
-    // window does not hold the whole answer or the example has none.
+    // window does not hold the whole answer or the example has none. As run_qa.py: the last
+    // context token that begins at or before the answer's first character, and the first that
+    // ends at or after its end, so an answer that cuts a word gets the whole token. One
+    // difference: for an answer that starts in the window's last context token run_qa.py's scan
+    // overshoots to the sequence's last position ([SEP] or padding); this labels the token.
     int32_t start_position = 0, end_position = 0;
 };
 

@@ -26,7 +26,7 @@ struct TokenSpan {
 struct WordPieceTokenizer {
     Vocab vocab;
     bool uncased = true;  // lowercase and strip accents (bert-base-uncased); false for cased vocabs
-    int32_t max_input_chars_per_word = 100;  // longer words become [UNK]
+    int32_t max_input_chars_per_word = 100;  // words longer than this (after normalization) become [UNK]
     int32_t unk_id = -1, cls_id = -1, sep_id = -1, pad_id = -1;
 };
 

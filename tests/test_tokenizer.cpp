@@ -14,6 +14,8 @@
 #include <optional>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "data/data_dir.h"
@@ -297,15 +299,19 @@ TEST(TokenizerReference, WikipediaParagraphs) {
 
 // ---- errors, with a vocab written here so that no data file is needed ----
 
-std::string write_temp_file(const std::string& name, const std::string& content) {
-    const std::string path = (std::filesystem::temp_directory_path() / name).string();
-    std::ofstream(path, std::ios::binary) << content;
-    return path;
-}
+// A file in the temp dir, named per process (ctest runs test cases in parallel), removed when done.
+struct TempFile {
+    std::string path;
+    TempFile(const std::string& name, const std::string& content)
+        : path((std::filesystem::temp_directory_path() / (std::to_string(getpid()) + "_" + name)).string()) {
+        std::ofstream(path, std::ios::binary) << content;
+    }
+    ~TempFile() { std::filesystem::remove(path); }
+};
 
 const WordPieceTokenizer& tiny_tokenizer() {
     static const WordPieceTokenizer t = load_wordpiece_tokenizer(
-        write_temp_file("qdq_tiny_vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n##s\n,\n"), true);
+        TempFile("tiny_vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n##s\n,\n").path, true);
     return t;
 }
 
@@ -338,13 +344,13 @@ TEST(Tokenizer, MissingVocabFileIsNamed) {
 }
 
 TEST(Tokenizer, DuplicateAndEmptyTokensNameTheLine) {
-    const std::string dup = write_temp_file("qdq_dup_vocab.txt", "[PAD]\na\nb\na\n");
-    EXPECT_NE(error_of([&] { load_vocab(dup); }).find(dup + ":4: duplicate token 'a' (first on line 2)"),
+    const TempFile dup("dup_vocab.txt", "[PAD]\na\nb\na\n");
+    EXPECT_NE(error_of([&] { load_vocab(dup.path); }).find(dup.path + ":4: duplicate token 'a' (first on line 2)"),
               std::string::npos);
-    const std::string empty = write_temp_file("qdq_empty_vocab.txt", "[PAD]\n\nb\n");
-    EXPECT_NE(error_of([&] { load_vocab(empty); }).find(empty + ":2: empty token"), std::string::npos);
-    const std::string no_unk = write_temp_file("qdq_no_unk_vocab.txt", "[PAD]\n[CLS]\n[SEP]\n");
-    EXPECT_NE(error_of([&] { load_wordpiece_tokenizer(no_unk, true); }).find("lacks [UNK]"), std::string::npos);
+    const TempFile empty("empty_vocab.txt", "[PAD]\n\nb\n");
+    EXPECT_NE(error_of([&] { load_vocab(empty.path); }).find(empty.path + ":2: empty token"), std::string::npos);
+    const TempFile no_unk("no_unk_vocab.txt", "[PAD]\n[CLS]\n[SEP]\n");
+    EXPECT_NE(error_of([&] { load_wordpiece_tokenizer(no_unk.path, true); }).find("lacks [UNK]"), std::string::npos);
 }
 
 TEST(Tokenizer, InvalidUtf8IsAnErrorWithItsOffset) {
@@ -385,8 +391,8 @@ TEST(DataDir, EnvironmentOverridesTheDefault) {
 
 TEST(GzipFile, RejectsMissingAndUncompressedFiles) {
     EXPECT_NE(error_of([] { read_gzip_file("/nonexistent/x.gz"); }).find("/nonexistent/x.gz"), std::string::npos);
-    const std::string plain = write_temp_file("qdq_plain.txt", "not compressed");
-    EXPECT_NE(error_of([&] { read_gzip_file(plain); }).find("is not gzip-compressed"), std::string::npos);
+    const TempFile plain("plain.txt", "not compressed");
+    EXPECT_NE(error_of([&] { read_gzip_file(plain.path); }).find("is not gzip-compressed"), std::string::npos);
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
               "linear: bias must be [" + std::to_string(out) + "], got " + shape_str(bias.shape()));
         check(bias.device() == device, "linear: bias is on a different device");
     }
-    int64_t rows = x.numel() / std::max<int64_t>(in, 1);
+    int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
     Shape out_shape = x.shape();
     out_shape.back() = out;
     Tensor y = empty(out_shape, DType::F32, device);

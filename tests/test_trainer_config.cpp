@@ -1,0 +1,152 @@
+// Run configs (strict keys, types, overrides, resolved paths) and HDF5 checkpoints
+// (exact round trip, atomic replacement, pruning). Expected values come from the files the
+// tests write, not from the code under test.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/rng.h"
+#include "tests/support/gradcheck.h"
+#include "trainers/checkpoint.h"
+#include "trainers/run_config.h"
+
+using namespace qdq;
+using qdq::testing::random_tensor;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+    std::string dir = ::testing::TempDir() + name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+// A minimal valid config whose data files exist: a vocab and a train file in a temp data dir.
+nlohmann::json base_config(const std::string& dir) {
+    std::ofstream(dir + "/vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n";
+    std::ofstream(dir + "/train.tsv") << "sentence1\tsentence2\tgold_label\na\tb\tneutral\n";
+    return {{"model", {{"config", {{"hidden_size", 32}, {"num_attention_heads", 4}}}}},
+            {"data", {{"data_dir", dir}, {"vocab", "vocab.txt"}, {"train_files", "train.tsv"}}},
+            {"training", {{"learning_rate", 1e-4}, {"output_dir", dir + "/out"}}}};
+}
+
+std::string error_of(const nlohmann::json& raw) {
+    try {
+        parse_run_config(raw, "run.json", ".");
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace
+
+TEST(RunConfig, ReadsSectionsAndResolvesDataPaths) {
+    std::string dir = temp_dir("qdq_config_ok");
+    RunConfig c = parse_run_config(base_config(dir), "run.json", ".");
+    EXPECT_EQ(c.training.learning_rate, 1e-4);
+    EXPECT_EQ(c.training.per_device_train_batch_size, 8);  // HF's default
+    EXPECT_EQ(c.training.max_grad_norm, 1.0);
+    EXPECT_EQ(c.data.train_files, std::vector<std::string>{dir + "/train.tsv"});
+    EXPECT_EQ(c.model.config["hidden_size"], 32);
+    EXPECT_TRUE(c.quantization.is_null());
+    nlohmann::json resolved = run_config_to_json(c);
+    EXPECT_EQ(resolved["training"]["learning_rate"], 1e-4);
+    EXPECT_EQ(resolved["data"]["vocab"], dir + "/vocab.txt");
+}
+
+TEST(RunConfig, ErrorsNameTheKey) {
+    std::string dir = temp_dir("qdq_config_errors");
+    nlohmann::json c = base_config(dir);
+    auto with = [&](const std::string& section, const std::string& key, nlohmann::json value) {
+        nlohmann::json copy = c;
+        copy[section][key] = value;
+        return error_of(copy);
+    };
+    EXPECT_NE(with("training", "lerning_rate", 1e-3).find("'training.lerning_rate'"), std::string::npos);
+    EXPECT_NE(with("training", "learning_rate", "fast").find("'training.learning_rate' must be a number"), std::string::npos);
+    EXPECT_NE(with("training", "max_steps", 2.5).find("'training.max_steps' must be an integer"), std::string::npos);
+    EXPECT_NE(with("data", "task", "ner").find("'data.task'"), std::string::npos);
+    EXPECT_NE(with("data", "train_files", "missing.tsv").find("missing.tsv"), std::string::npos);
+    nlohmann::json squad = c;
+    squad["data"]["task"] = "squad";
+    squad["data"]["doc_stride"] = 500;
+    EXPECT_NE(error_of(squad).find("'data.doc_stride'"), std::string::npos);
+    EXPECT_NE(with("model", "config", {{"hidden_sise", 3}}).find("hidden_sise"), std::string::npos);
+    nlohmann::json unknown_section = c;
+    unknown_section["trainer"] = nlohmann::json::object();
+    EXPECT_NE(error_of(unknown_section).find("'trainer'"), std::string::npos);
+}
+
+TEST(RunConfig, SetOverridesAnyKeyAndIsCheckedLikeTheFile) {
+    std::string dir = temp_dir("qdq_config_set");
+    std::ofstream(dir + "/run.json") << base_config(dir).dump();
+    RunConfig c = load_run_config(dir + "/run.json", {"training.learning_rate=3e-5", "training.seed=7",
+                                                      "training.lr_scheduler_type=cosine"});
+    EXPECT_EQ(c.training.learning_rate, 3e-5);
+    EXPECT_EQ(c.training.seed, 7u);
+    EXPECT_EQ(c.training.lr_scheduler_type, "cosine");
+    EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seeed=7"}), std::runtime_error);
+    EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seed"}), std::runtime_error);
+}
+
+TEST(Checkpoint, RoundTripIsExactAndReplacesAtomically) {
+    std::string dir = temp_dir("qdq_checkpoint");
+    Checkpoint c;
+    c.model = {{"bert.embeddings.word_embeddings.weight", random_tensor({5, 3}, 1)},
+               {"classifier.bias", random_tensor({2}, 2)}};
+    c.optimizer = {{"classifier.bias.exp_avg", random_tensor({2}, 3)},
+                   {"classifier.bias.step", from_ints({}, {17})}};
+    Rng rng(99);
+    rng.next_u64();
+    c.state.step = 17;
+    c.state.loader = {2, 48};
+    c.state.dropout_rng = rng.state;
+    c.state.data_rng = Rng(5).state;
+    c.state.best_metric = 0.875;
+    c.state.best_checkpoint = "checkpoint-10.h5";
+    c.config = {{"training", {{"seed", 1}}}};
+    std::string path = dir + "/" + checkpoint_name(17);
+    save_checkpoint(path, c);
+    EXPECT_FALSE(fs::exists(path + ".tmp"));
+    Checkpoint back = load_checkpoint(path);
+    ASSERT_EQ(back.model.size(), 2u);
+    EXPECT_EQ(back.model[0].name, "bert.embeddings.word_embeddings.weight");
+    EXPECT_EQ(back.model[0].tensor.to_vector(), c.model[0].tensor.to_vector());
+    EXPECT_EQ(back.optimizer[1].name, "classifier.bias.step");
+    EXPECT_EQ(back.optimizer[1].tensor.to_vector(), std::vector<float>{17});
+    EXPECT_EQ(back.state.step, 17);
+    EXPECT_EQ(back.state.loader, (LoaderPosition{2, 48}));
+    EXPECT_EQ(back.state.dropout_rng, rng.state);
+    EXPECT_EQ(back.state.data_rng, Rng(5).state);
+    EXPECT_EQ(back.state.best_metric, 0.875);
+    EXPECT_EQ(back.config, c.config);
+
+    // A later save over the same name replaces it whole.
+    c.state.step = 18;
+    save_checkpoint(path, c);
+    EXPECT_EQ(load_checkpoint(path).state.step, 18);
+}
+
+TEST(Checkpoint, PruningKeepsTheNewestAndTheBest) {
+    std::string dir = temp_dir("qdq_prune");
+    Checkpoint c;
+    c.model = {{"w", random_tensor({2}, 1)}};
+    for (int64_t step : {5, 10, 15, 20}) save_checkpoint(dir + "/" + checkpoint_name(step), c);
+    std::ofstream(dir + "/checkpoint-x.h5") << "not ours";
+    prune_checkpoints(dir, 2, checkpoint_name(5));
+    std::vector<std::string> left = list_checkpoints(dir);
+    ASSERT_EQ(left.size(), 2u);
+    EXPECT_EQ(fs::path(left[0]).filename(), checkpoint_name(5));
+    EXPECT_EQ(fs::path(left[1]).filename(), checkpoint_name(20));
+}
+
+TEST(Checkpoint, ForeignOrDamagedFilesAreClearErrors) {
+    std::string dir = temp_dir("qdq_bad_checkpoint");
+    std::ofstream(dir + "/garbage.h5") << "definitely not HDF5";
+    EXPECT_THROW(load_checkpoint(dir + "/garbage.h5"), std::runtime_error);
+    EXPECT_THROW(load_checkpoint(dir + "/missing.h5"), std::runtime_error);
+}

@@ -1,0 +1,105 @@
+#include "trainers/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "io/hdf5_weights.h"
+
+namespace qdq {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kModel = "model.";
+const char* kOptimizer = "optimizer.";
+
+nlohmann::json state_to_json(const TrainerState& s) {
+    nlohmann::json j = {{"step", s.step},
+                        {"loader", {{"epoch", s.loader.epoch}, {"index", s.loader.index}}},
+                        {"dropout_rng", s.dropout_rng},
+                        {"data_rng", s.data_rng},
+                        {"best_checkpoint", s.best_checkpoint}};
+    j["best_metric"] = s.best_metric ? nlohmann::json(*s.best_metric) : nlohmann::json();
+    return j;
+}
+
+TrainerState state_from_json(const nlohmann::json& j) {
+    TrainerState s;
+    s.step = j.at("step").get<int64_t>();
+    s.loader.epoch = j.at("loader").at("epoch").get<int64_t>();
+    s.loader.index = j.at("loader").at("index").get<int64_t>();
+    s.dropout_rng = j.at("dropout_rng").get<std::array<uint64_t, 4>>();
+    s.data_rng = j.at("data_rng").get<std::array<uint64_t, 4>>();
+    s.best_checkpoint = j.at("best_checkpoint").get<std::string>();
+    if (!j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
+    return s;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Checkpoint& c) {
+    NamedTensors tensors;
+    for (const NamedTensor& t : c.model) tensors.push_back({kModel + t.name, t.tensor});
+    for (const NamedTensor& t : c.optimizer) tensors.push_back({kOptimizer + t.name, t.tensor});
+    nlohmann::json meta = {{"format", "qdqtrain-checkpoint-1"},
+                           {"trainer_state", state_to_json(c.state)},
+                           {"config", c.config}};
+    std::string tmp = path + ".tmp";
+    save_hdf5_weights(tmp, tensors, meta.dump());
+    fs::rename(tmp, path);  // atomic on POSIX: readers see the old file or the new one
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+    Hdf5Weights file = load_hdf5_weights(path);
+    nlohmann::json meta = nlohmann::json::parse(file.config_json, nullptr, false);
+    if (meta.is_discarded() || !meta.is_object() || meta.value("format", "") != "qdqtrain-checkpoint-1")
+        throw std::runtime_error(path + ": not a qdqtrain checkpoint (no trainer state)");
+    Checkpoint c;
+    try {
+        c.state = state_from_json(meta.at("trainer_state"));
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(path + ": damaged trainer state: " + e.what());
+    }
+    c.config = meta.at("config");
+    for (NamedTensor& t : file.tensors) {
+        if (starts_with(t.name, kModel)) c.model.push_back({t.name.substr(6), t.tensor});
+        else if (starts_with(t.name, kOptimizer)) c.optimizer.push_back({t.name.substr(10), t.tensor});
+        else throw std::runtime_error(path + ": unexpected dataset '" + t.name + "'");
+    }
+    return c;
+}
+
+std::string checkpoint_name(int64_t step) { return "checkpoint-" + std::to_string(step) + ".h5"; }
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+    std::vector<std::pair<int64_t, std::string>> found;
+    if (!fs::is_directory(dir)) return {};
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        std::string name = entry.path().filename().string();
+        if (!starts_with(name, "checkpoint-") || entry.path().extension() != ".h5") continue;
+        std::string digits = name.substr(11, name.size() - 14);
+        if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+        found.emplace_back(std::stoll(digits), entry.path().string());
+    }
+    std::sort(found.begin(), found.end());
+    std::vector<std::string> out;
+    for (auto& [step, path] : found) out.push_back(path);
+    return out;
+}
+
+void prune_checkpoints(const std::string& dir, int keep, const std::string& protect) {
+    std::vector<std::string> all = list_checkpoints(dir);
+    int64_t excess = (int64_t)all.size() - keep;
+    for (const std::string& path : all) {
+        if (excess <= 0) break;
+        if (fs::path(path).filename() == protect) continue;
+        fs::remove(path);
+        --excess;
+    }
+}
+
+}  // namespace qdq

@@ -1,0 +1,46 @@
+// Training checkpoints in HDF5 (io/hdf5_weights.h): the model's state_dict under "model.<key>",
+// the optimizer's state under "optimizer.<key>", and as the root's JSON attribute the run
+// config and the trainer's scalar state (step, RNG states, data-loader position, best metric).
+// A checkpoint is written to "<path>.tmp" and renamed over <path>: a crash mid-write leaves the
+// previous checkpoint as it was.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/loader.h"
+#include "io/named_tensors.h"
+
+namespace qdq {
+
+struct TrainerState {
+    int64_t step = 0;                       // optimizer updates done
+    LoaderPosition loader;                  // where the next training batch starts
+    std::array<uint64_t, 4> dropout_rng{};  // the model's dropout stream
+    std::array<uint64_t, 4> data_rng{};     // masking (MLM) and other data randomness
+    std::optional<double> best_metric;
+    std::string best_checkpoint;            // file name within the output directory
+};
+
+struct Checkpoint {
+    NamedTensors model;
+    NamedTensors optimizer;
+    TrainerState state;
+    nlohmann::json config;  // the resolved run config
+};
+
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+Checkpoint load_checkpoint(const std::string& path);
+
+// checkpoint-<step>.h5 files in `dir`, oldest first.
+std::vector<std::string> list_checkpoints(const std::string& dir);
+std::string checkpoint_name(int64_t step);
+// Removes the oldest checkpoints beyond `keep`, never the one named `protect`.
+void prune_checkpoints(const std::string& dir, int keep, const std::string& protect);
+
+}  // namespace qdq

@@ -1,0 +1,198 @@
+#include "trainers/run_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+#include "data/data_dir.h"
+#include "nn/bert_config.h"
+#include "trainers/json_fields.h"
+
+namespace qdq {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json read_json_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw std::runtime_error(path + ": not valid JSON: " + e.what());
+    }
+}
+
+std::string resolve(const std::string& base, const std::string& path) {
+    if (path.empty() || fs::path(path).is_absolute()) return path;
+    return (fs::path(base) / path).lexically_normal().string();
+}
+
+void apply_override(nlohmann::json& raw, const std::string& assignment, const std::string& source) {
+    size_t eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0)
+        throw std::runtime_error("--set expects key=value, got '" + assignment + "'");
+    std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    if (value.is_discarded()) value = text;  // a bare word is a string
+    nlohmann::json* node = &raw;
+    size_t start = 0;
+    while (true) {
+        size_t dot = key.find('.', start);
+        std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        if (part.empty()) throw std::runtime_error("--set: bad key '" + key + "'");
+        if (!node->is_object()) throw std::runtime_error(source + ": --set " + key + ": not inside an object");
+        if (dot == std::string::npos) {
+            (*node)[part] = value;
+            return;
+        }
+        node = &(*node)[part];
+        if (node->is_null()) *node = nlohmann::json::object();
+        start = dot + 1;
+    }
+}
+
+void check_positive(const JsonFields& f, const char* key, double v) {
+    if (!(v > 0)) f.fail(key, "must be positive");
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source, const std::string& base_dir) {
+    RunConfig c;
+    c.source = source;
+    JsonFields root(raw, "", source);
+
+    JsonFields model(root.section("model"), "model", source);
+    nlohmann::json model_config;
+    model.read("config", model_config);
+    if (model_config.is_string()) {
+        std::string path = resolve(base_dir, model_config.get<std::string>());
+        c.model.config = read_json_file(path);
+        nn::bert_config_from_json(c.model.config, path);
+    } else if (model_config.is_object()) {
+        c.model.config = model_config;
+        nn::bert_config_from_json(c.model.config, source + ": model.config");
+    } else if (!model_config.is_null()) {
+        model.fail("config", "must be a path or an object");
+    }
+    model.read("init", c.model.init);
+    c.model.init = resolve(base_dir, c.model.init);
+    model.finish();
+    if (c.model.config.is_null() && c.model.init.empty())
+        throw std::runtime_error(source + ": 'model' needs a config or an init checkpoint");
+
+    JsonFields data(root.section("data"), "data", source);
+    DataSettings& d = c.data;
+    data.read("task", d.task);
+    if (d.task != "classification" && d.task != "squad" && d.task != "mlm")
+        data.fail("task", "must be classification, squad or mlm, got '" + d.task + "'");
+    data.read("dataset", d.dataset);
+    static const std::set<std::string> presets = {"nli", "headerless_nli", "sick", "rte", "sst2", "imdb"};
+    if (d.task == "classification" && !presets.count(d.dataset))
+        data.fail("dataset", "must be one of nli, headerless_nli, sick, rte, sst2, imdb; got '" + d.dataset + "'");
+    d.data_dir = data_dir();
+    data.read("data_dir", d.data_dir);
+    data.read("train_files", d.train_files);
+    data.read("eval_files", d.eval_files);
+    data.read("vocab", d.vocab);
+    data.read("do_lower_case", d.do_lower_case);
+    data.read("max_seq_length", d.max_seq_length);
+    data.read("doc_stride", d.doc_stride);
+    data.read("max_train_examples", d.max_train_examples);
+    data.read("max_eval_examples", d.max_eval_examples);
+    data.read("squad_eval_fraction", d.squad_eval_fraction);
+    data.read("squad_split_seed", d.squad_split_seed);
+    data.read("mlm_probability", d.mlm_probability);
+    data.finish();
+    for (std::string& f : d.train_files) f = resolve(d.data_dir, f);
+    for (std::string& f : d.eval_files) f = resolve(d.data_dir, f);
+    d.vocab = resolve(d.data_dir, d.vocab);
+    for (const std::string& f : d.train_files)
+        if (!fs::exists(f)) data.fail("train_files", "names a missing file: " + f);
+    for (const std::string& f : d.eval_files)
+        if (!fs::exists(f)) data.fail("eval_files", "names a missing file: " + f);
+    if (!fs::exists(d.vocab)) data.fail("vocab", "names a missing file: " + d.vocab);
+    if (d.max_seq_length < 8) data.fail("max_seq_length", "must be at least 8");
+    if (d.task == "squad" && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
+        data.fail("doc_stride", "must be in (0, max_seq_length)");
+    if (d.squad_eval_fraction < 0 || d.squad_eval_fraction >= 1) data.fail("squad_eval_fraction", "must be in [0, 1)");
+    if (d.mlm_probability <= 0 || d.mlm_probability >= 1) data.fail("mlm_probability", "must be in (0, 1)");
+
+    JsonFields training(root.section("training"), "training", source);
+    TrainingSettings& t = c.training;
+    training.read("output_dir", t.output_dir);
+    training.read("seed", t.seed);
+    training.read("per_device_train_batch_size", t.per_device_train_batch_size);
+    training.read("per_device_eval_batch_size", t.per_device_eval_batch_size);
+    training.read("num_train_epochs", t.num_train_epochs);
+    training.read("max_steps", t.max_steps);
+    training.read("learning_rate", t.learning_rate);
+    training.read("weight_decay", t.weight_decay);
+    training.read("adam_beta1", t.adam_beta1);
+    training.read("adam_beta2", t.adam_beta2);
+    training.read("adam_epsilon", t.adam_epsilon);
+    training.read("max_grad_norm", t.max_grad_norm);
+    training.read("lr_scheduler_type", t.lr_scheduler_type);
+    training.read("warmup_steps", t.warmup_steps);
+    training.read("warmup_ratio", t.warmup_ratio);
+    training.read("logging_steps", t.logging_steps);
+    training.read("eval_steps", t.eval_steps);
+    training.read("save_steps", t.save_steps);
+    training.read("save_total_limit", t.save_total_limit);
+    training.read("load_best_model_at_end", t.load_best_model_at_end);
+    training.read("metric_for_best_model", t.metric_for_best_model);
+    training.read("greater_is_better", t.greater_is_better);
+    training.read("group_by_length", t.group_by_length);
+    training.finish();
+    check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
+    check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
+    check_positive(training, "learning_rate", t.learning_rate);
+    if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
+    if (t.save_total_limit < 1) training.fail("save_total_limit", "must be at least 1");
+    if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
+
+    root.read("quantization", c.quantization);
+    root.finish();
+    return c;
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+    nlohmann::json raw = read_json_file(path);
+    for (const std::string& o : overrides) apply_override(raw, o, path);
+    std::string base = fs::path(path).parent_path().string();
+    return parse_run_config(raw, path, base.empty() ? "." : base);
+}
+
+nlohmann::json run_config_to_json(const RunConfig& c) {
+    const DataSettings& d = c.data;
+    const TrainingSettings& t = c.training;
+    nlohmann::json j = {
+        {"model", {{"config", c.model.config}, {"init", c.model.init}}},
+        {"data",
+         {{"task", d.task}, {"dataset", d.dataset}, {"train_files", d.train_files},
+          {"eval_files", d.eval_files}, {"data_dir", d.data_dir}, {"vocab", d.vocab},
+          {"do_lower_case", d.do_lower_case}, {"max_seq_length", d.max_seq_length},
+          {"doc_stride", d.doc_stride}, {"max_train_examples", d.max_train_examples},
+          {"max_eval_examples", d.max_eval_examples}, {"squad_eval_fraction", d.squad_eval_fraction},
+          {"squad_split_seed", d.squad_split_seed}, {"mlm_probability", d.mlm_probability}}},
+        {"training",
+         {{"output_dir", t.output_dir}, {"seed", t.seed},
+          {"per_device_train_batch_size", t.per_device_train_batch_size},
+          {"per_device_eval_batch_size", t.per_device_eval_batch_size},
+          {"num_train_epochs", t.num_train_epochs}, {"max_steps", t.max_steps},
+          {"learning_rate", t.learning_rate}, {"weight_decay", t.weight_decay},
+          {"adam_beta1", t.adam_beta1}, {"adam_beta2", t.adam_beta2}, {"adam_epsilon", t.adam_epsilon},
+          {"max_grad_norm", t.max_grad_norm}, {"lr_scheduler_type", t.lr_scheduler_type},
+          {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
+          {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
+          {"save_total_limit", t.save_total_limit}, {"load_best_model_at_end", t.load_best_model_at_end},
+          {"metric_for_best_model", t.metric_for_best_model}, {"greater_is_better", t.greater_is_better},
+          {"group_by_length", t.group_by_length}}}};
+    if (!c.quantization.is_null()) j["quantization"] = c.quantization;
+    return j;
+}
+
+}  // namespace qdq

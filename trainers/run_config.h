@@ -1,0 +1,90 @@
+// One JSON file describes a run. Sections and their keys (names as Hugging Face's
+// TrainingArguments where one exists):
+//   "model":    config (path to config.json, or the object inline), init (weights: a HF directory,
+//               .safetensors or .h5; absent = HF's random initialisation)
+//   "data":     task ("classification" | "squad" | "mlm"), dataset (classification preset: nli,
+//               headerless_nli, sick, rte, sst2, imdb), train_files, eval_files, data_dir,
+//               vocab, do_lower_case, max_seq_length, doc_stride, max_train_examples,
+//               max_eval_examples, squad_eval_fraction + squad_split_seed (train and eval on
+//               one SQuAD file split by article), mlm_probability
+//   "training": output_dir, seed, per_device_train_batch_size, per_device_eval_batch_size,
+//               num_train_epochs, max_steps, learning_rate, weight_decay, adam_beta1,
+//               adam_beta2, adam_epsilon, max_grad_norm, lr_scheduler_type, warmup_steps,
+//               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
+//               load_best_model_at_end, metric_for_best_model, greater_is_better,
+//               group_by_length
+//   "quantization": (quant/) kept as given
+// Paths in "data" are relative to data.data_dir (default: the data directory, see
+// data/data_dir.h); paths in "model" are relative to the config file's folder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace qdq {
+
+struct ModelSettings {
+    nlohmann::json config;  // the BERT config object, read from the file when given a path
+    std::string init;       // resolved path, or empty
+};
+
+struct DataSettings {
+    std::string task = "classification";
+    std::string dataset = "nli";
+    std::vector<std::string> train_files, eval_files;  // resolved paths
+    std::string data_dir;                              // resolved
+    std::string vocab = "vocab/bert-base-uncased-vocab.txt";
+    bool do_lower_case = true;
+    int max_seq_length = 128;
+    int doc_stride = 128;
+    int64_t max_train_examples = -1;  // -1: all
+    int64_t max_eval_examples = -1;
+    double squad_eval_fraction = 0;  // > 0: split train_files by article, eval on that part
+    uint64_t squad_split_seed = 42;
+    double mlm_probability = 0.15;
+};
+
+struct TrainingSettings {
+    std::string output_dir = "runs/default";
+    uint64_t seed = 42;
+    int per_device_train_batch_size = 8;
+    int per_device_eval_batch_size = 8;
+    double num_train_epochs = 3;
+    int64_t max_steps = -1;  // > 0 overrides num_train_epochs
+    double learning_rate = 5e-5;
+    double weight_decay = 0;
+    double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
+    double max_grad_norm = 1.0;
+    std::string lr_scheduler_type = "linear";
+    int64_t warmup_steps = 0;
+    double warmup_ratio = 0;
+    int64_t logging_steps = 50;
+    int64_t eval_steps = 0;    // 0: evaluate at the end of each epoch
+    int64_t save_steps = 500;  // 0: save at the end of each epoch
+    int save_total_limit = 2;  // checkpoints kept (the best one is never removed)
+    bool load_best_model_at_end = false;
+    std::string metric_for_best_model;  // default: the task's main metric
+    bool greater_is_better = true;
+    bool group_by_length = false;
+};
+
+struct RunConfig {
+    ModelSettings model;
+    DataSettings data;
+    TrainingSettings training;
+    nlohmann::json quantization;  // null when absent
+    std::string source;           // the file it came from
+};
+
+// Applies each "dotted.key=value" override (value parsed as JSON, else taken as a string)
+// to the raw JSON before it is read, so overrides are checked like the file itself.
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
+RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
+                           const std::string& base_dir);
+// The resolved config, as written into the output directory.
+nlohmann::json run_config_to_json(const RunConfig& config);
+
+}  // namespace qdq
