@@ -21,11 +21,15 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
     return true;
 }
 
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+}
+
 [[noreturn]] void throw_bad_label(const std::string& label, const std::vector<std::string>& names,
                                   const std::string& where) {
-    std::string known;
-    for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
-    throw std::runtime_error(where + ": label '" + label + "' is not one of " + known + " (or 0.." +
+    throw std::runtime_error(where + ": label '" + label + "' is not one of " + joined(names) + " (or 0.." +
                              std::to_string(names.size() - 1) + ", or '-' for no gold label)");
 }
 
@@ -78,7 +82,9 @@ ColumnPositions find_columns(const DelimitedReader& reader, const Classification
                 break;
             }
         }
-        if (at.label == ColumnPositions::npos) reader.column(columns.label.empty() ? "label" : columns.label.front());
+        if (at.label == ColumnPositions::npos)
+            throw std::runtime_error(reader.path() + ": no label column (" + joined(columns.label) +
+                                     "; columns: " + joined(reader.header()) + ")");
     }
     return at;
 }
@@ -160,7 +166,7 @@ ClassificationData read_json_lines(const std::string& path, const Classification
                     break;
                 }
             }
-            if (!label) json_key(row, columns.label.empty() ? "label" : columns.label.front(), where);
+            if (!label) throw std::runtime_error(where + ": no label key (" + joined(columns.label) + ")");
             if (label->is_number_integer()) {
                 class_index = label_from_number(label->get<int64_t>(), options.label_names, where);
             } else if (label->is_string()) {
@@ -187,7 +193,7 @@ ClassificationData read_json_lines(const std::string& path, const Classification
 ClassificationData read_classification(const std::string& path, const ClassificationOptions& options) {
     if (options.label_names.empty() && options.labelled)
         throw std::invalid_argument("read_classification: labelled, but no label_names given");
-    if (ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz")) return read_json_lines(path, options);
+    if (path.ends_with(".jsonl") || path.ends_with(".jsonl.gz")) return read_json_lines(path, options);
     return read_delimited(path, options);
 }
 

@@ -12,10 +12,12 @@
 // number -1 (Hugging Face's SNLI spelling of the same thing) skips the row and counts it in
 // stats.skipped_no_gold. Anything else is an error "<file>:<line>: label ...".
 //
-// Label orders, as GLUE and Hugging Face number them:
-//   3-way NLI (MNLI, SNLI, SICK, TextFooler): entailment 0, neutral 1, contradiction 2.
-//   RTE and WNLI (2-way): entailment 0, not_entailment 1.
-//   SST-2 and IMDB: negative 0, positive 1 (the files hold 0/1 or negative/positive).
+// Label orders, as GLUE and Hugging Face number them, and what the shared data files hold:
+//   3-way NLI: entailment 0, neutral 1, contradiction 2. Names in every file here: MNLI and SNLI
+//     (lower case, "-" rows in the MultiNLI/SNLI CSVs), SICK (upper case), TextFooler.
+//   RTE and WNLI (2-way): entailment 0, not_entailment 1. Names in the CSV copies here.
+//   SST-2 and IMDB: negative 0, positive 1. GLUE's SST-2 TSVs and the IMDB JSONL hold the numbers
+//     0/1; Kaggle's IMDB CSV holds the names.
 #pragma once
 
 #include <cstdint>
@@ -53,9 +55,9 @@ struct ClassificationOptions {
 };
 
 struct ClassificationStats {
-    int64_t records = 0;          // data rows (lines) read, before skipping or filtering
-    int64_t skipped_no_gold = 0;  // gold label "-" or -1
-    int64_t filtered_out = 0;     // rejected by keep_only
+    int64_t records = 0;                // data rows (lines) read, before skipping or filtering
+    int64_t skipped_no_gold = 0;        // gold label "-" or -1
+    int64_t filtered_out = 0;           // rejected by keep_only
     std::vector<int64_t> label_counts;  // per label_names entry, over the examples returned
 };
 

@@ -8,7 +8,7 @@ DelimitedFormat tsv_format() { return {'\t', Quoting::none, true}; }
 DelimitedFormat csv_format() { return {',', Quoting::rfc4180, true}; }
 
 DelimitedFormat format_for_path(const std::string& path) {
-    return ends_with(path, ".csv") || ends_with(path, ".csv.gz") ? csv_format() : tsv_format();
+    return path.ends_with(".csv") || path.ends_with(".csv.gz") ? csv_format() : tsv_format();
 }
 
 DelimitedReader::DelimitedReader(const std::string& path, const DelimitedFormat& format)

@@ -54,7 +54,7 @@ public:
     bool next(std::vector<std::string>& fields);
 
     int64_t record_line() const { return record_line_; }  // first line of the last record
-    std::string where() const;                             // "<file>:<record_line>"
+    std::string where() const;                            // "<file>:<record_line>"
     const std::string& path() const { return lines_.path(); }
 
 private:

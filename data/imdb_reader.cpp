@@ -23,7 +23,7 @@ bool is_small_number(const std::string& text) {
 
 // n and rating of "<n>_<rating>.txt".
 std::optional<std::pair<int64_t, int>> parse_review_name(const std::string& name) {
-    if (!ends_with(name, ".txt")) return std::nullopt;
+    if (!name.ends_with(".txt")) return std::nullopt;
     const std::string stem = name.substr(0, name.size() - 4);
     const size_t underscore = stem.find('_');
     if (underscore == std::string::npos) return std::nullopt;
@@ -45,7 +45,7 @@ std::vector<ReviewFile> list_reviews(const fs::path& folder, int min_rating, int
         const auto [n, rating] = *parsed;
         if (rating < min_rating || rating > max_rating)
             throw error("rating " + std::to_string(rating) + " outside " + std::to_string(min_rating) + ".." +
-                 std::to_string(max_rating) + " for this folder");
+                        std::to_string(max_rating) + " for this folder");
         files.push_back({n, entry.path()});
     }
     std::sort(files.begin(), files.end(), [](const ReviewFile& a, const ReviewFile& b) { return a.n < b.n; });
@@ -106,12 +106,12 @@ ClassificationData read_imdb(const std::string& path, bool labelled) {
     fs::path folder = fs::path(path).lexically_normal();
     if (!folder.has_filename()) folder = folder.parent_path();
     if (fs::is_directory(folder)) return read_folder(folder, labelled);
-    if (ends_with(path, ".csv") || ends_with(path, ".csv.gz")) {
+    if (path.ends_with(".csv") || path.ends_with(".csv.gz")) {
         ClassificationOptions options = imdb_csv_options();
         options.labelled = labelled;
         return read_classification(path, options);
     }
-    if (ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz"))
+    if (path.ends_with(".jsonl") || path.ends_with(".jsonl.gz"))
         return read_classification(path, imdb_jsonl_options(labelled));
     throw std::runtime_error(path + ": not an IMDB folder, *.jsonl[.gz] or *.csv[.gz]");
 }

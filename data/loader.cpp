@@ -38,10 +38,21 @@ void group_by_length(std::vector<int64_t>& order, const std::vector<int32_t>& le
         std::swap_ranges(order.begin(), order.begin() + batch, order.begin() + first);
 }
 
+void check_options(int64_t count, const std::vector<int32_t>& lengths, const LoaderOptions& options) {
+    if (count < 0) throw std::invalid_argument("BatchLoader: negative example count");
+    if (options.batch_size <= 0) throw std::invalid_argument("BatchLoader: batch_size must be positive");
+    if (!options.group_by_length) return;
+    if ((int64_t)lengths.size() != count)
+        throw std::invalid_argument("BatchLoader: group_by_length needs one length per example (" +
+                                    std::to_string(lengths.size()) + " for " + std::to_string(count) + ")");
+    if (options.mega_batch_factor <= 0) throw std::invalid_argument("BatchLoader: mega_batch_factor must be positive");
+}
+
 }  // namespace
 
 std::vector<int64_t> epoch_order(int64_t count, const std::vector<int32_t>& lengths, const LoaderOptions& options,
                                  int64_t epoch) {
+    check_options(count, lengths, options);
     std::vector<int64_t> order(count);
     std::iota(order.begin(), order.end(), 0);
     if (options.shuffle) shuffle(order, options.seed, epoch);
@@ -51,14 +62,7 @@ std::vector<int64_t> epoch_order(int64_t count, const std::vector<int32_t>& leng
 
 BatchLoader::BatchLoader(int64_t count, const LoaderOptions& options, std::vector<int32_t> lengths)
     : count_(count), options_(options), lengths_(std::move(lengths)) {
-    if (count < 0) throw std::invalid_argument("BatchLoader: negative example count");
-    if (options.batch_size <= 0) throw std::invalid_argument("BatchLoader: batch_size must be positive");
-    if (options.group_by_length) {
-        if ((int64_t)lengths_.size() != count)
-            throw std::invalid_argument("BatchLoader: group_by_length needs one length per example (" +
-                                        std::to_string(lengths_.size()) + " for " + std::to_string(count) + ")");
-        if (options.mega_batch_factor <= 0) throw std::invalid_argument("BatchLoader: mega_batch_factor must be positive");
-    }
+    check_options(count_, lengths_, options_);
 }
 
 int64_t BatchLoader::batches_per_epoch() const {

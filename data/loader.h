@@ -4,7 +4,7 @@
 // Fisher-Yates over xoshiro256** (autograd/rng.h) with our own unbiased bounded draw, so it is
 // the same on every platform and standard library (std::shuffle and std::uniform_int_distribution
 // are not), and nothing here runs on threads, so the thread count cannot change it. Hence a
-// checkpoint needs only LoaderPosition to resume mid-epoch.
+// checkpoint needs only LoaderPosition (with the same data and options) to resume mid-epoch.
 //
 // group_by_length (the idea of Hugging Face's LengthGroupedSampler, so that a batch pads little):
 // shuffle as above, cut the order into mega-batches of mega_batch_factor x batch_size, sort each
@@ -39,7 +39,8 @@ struct LoaderPosition {
 };
 
 // Every index 0..N-1 once, in epoch `epoch`'s order (drop_last does not apply here).
-// lengths: one per example when group_by_length, else ignored.
+// lengths: one per example when group_by_length, else ignored. Throws std::invalid_argument for
+// options BatchLoader would reject.
 std::vector<int64_t> epoch_order(int64_t count, const std::vector<int32_t>& lengths, const LoaderOptions& options,
                                  int64_t epoch);
 

@@ -20,8 +20,8 @@ const json& field(const json& object, const char* key, json::value_t type, const
     if (!object.is_object()) throw std::runtime_error(where + ": not a JSON object");
     const auto found = object.find(key);
     if (found == object.end()) throw std::runtime_error(where + ": no \"" + key + "\"");
-    const bool matches = found->type() == type ||
-                         (type == json::value_t::number_integer && found->is_number_unsigned());
+    const bool matches =
+        found->type() == type || (type == json::value_t::number_integer && found->is_number_unsigned());
     if (!matches) throw std::runtime_error(where + ": \"" + key + "\" is a " + found->type_name());
     return *found;
 }
@@ -66,7 +66,8 @@ void read_question(const json& qa, const std::string& title, const std::string& 
         ++out.stats.answers;
         SquadAnswer answer;
         answer.text = field(given, "text", json::value_t::string, question_where).get<std::string>();
-        answer.answer_start = field(given, "answer_start", json::value_t::number_integer, question_where).get<int64_t>();
+        answer.answer_start =
+            field(given, "answer_start", json::value_t::number_integer, question_where).get<int64_t>();
         if (answer_matches(context, byte_of, answer)) {
             example.answers.push_back(std::move(answer));
             continue;
@@ -77,8 +78,7 @@ void read_question(const json& qa, const std::string& title, const std::string& 
         ++out.stats.skipped_answers;
     }
     if (example.answers.empty() && !example.is_impossible) {
-        if (answers.empty())
-            throw std::runtime_error(question_where + ": no answers, and not is_impossible");
+        if (answers.empty()) throw std::runtime_error(question_where + ": no answers, and not is_impossible");
         ++out.stats.skipped_questions;
         return;
     }

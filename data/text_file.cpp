@@ -12,10 +12,6 @@
 
 namespace qdq {
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 LineReader::LineReader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb"), gzclose) {
     if (!file_) throw std::runtime_error("cannot open " + path);
     constexpr unsigned kBufferBytes = 1 << 17;
@@ -34,7 +30,7 @@ bool LineReader::fill() {
         throw std::runtime_error(path_ + " is truncated or corrupt (" + message + ")");
     if (!checked_compression_) {
         checked_compression_ = true;
-        if (n > 0 && ends_with(path_, ".gz") && gzdirect(file_.get()))
+        if (n > 0 && path_.ends_with(".gz") && gzdirect(file_.get()))
             throw std::runtime_error(path_ + " is named .gz but is not gzip-compressed");
     }
     begin_ = 0;
@@ -68,7 +64,7 @@ bool LineReader::next(std::string& line) {
 }
 
 std::string read_text_file(const std::string& path) {
-    if (ends_with(path, ".gz")) return read_gzip_file(path);
+    if (path.ends_with(".gz")) return read_gzip_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + path);
     std::ostringstream content;

@@ -24,7 +24,7 @@ public:
 
     int64_t line_number() const { return line_number_; }  // of the last line returned, from 1
     const std::string& path() const { return path_; }
-    std::string where() const;                            // "path:line" for messages
+    std::string where() const;  // "path:line" for messages
 
 private:
     bool fill();
@@ -42,7 +42,5 @@ std::string read_text_file(const std::string& path);
 
 // Throws std::runtime_error "<where>: invalid UTF-8 at byte ..." unless text is valid UTF-8.
 void check_utf8(std::string_view text, const std::string& where);
-
-bool ends_with(std::string_view text, std::string_view suffix);
 
 }  // namespace qdq

@@ -157,9 +157,7 @@ Encoding feature(std::vector<int32_t> ids, std::vector<int32_t> types) {
     return e;
 }
 
-std::vector<int32_t> values(const Tensor& t) {
-    return std::vector<int32_t>(t.i32(), t.i32() + t.numel());
-}
+std::vector<int32_t> values(const Tensor& t) { return std::vector<int32_t>(t.i32(), t.i32() + t.numel()); }
 
 TEST(Collate, PadsToTheLongestOrToMaxLength) {
     const std::vector<Encoding> features = {

@@ -104,8 +104,8 @@ TEST(SharedDataReader, SickWithItsSemEvalSets) {
 }
 
 TEST(SharedDataReader, GlueSst2RteWnli) {
-    for (const char* file : {"glue/SST-2/train.tsv.gz", "glue/SST-2/dev.tsv", "glue/SST-2/test.tsv", "glue/RTE/train.csv",
-                             "glue/RTE/dev.csv", "glue/WNLI/train.csv", "glue/WNLI/dev.csv"})
+    for (const char* file : {"glue/SST-2/train.tsv.gz", "glue/SST-2/dev.tsv", "glue/SST-2/test.tsv",
+                             "glue/RTE/train.csv", "glue/RTE/dev.csv", "glue/WNLI/train.csv", "glue/WNLI/dev.csv"})
         QDQ_REQUIRE_DATA_FILE(file);
     expect_counts(read_classification(data_path("glue/SST-2/train.tsv.gz"), sst2_options()), 67349, 0, {29780, 37569});
     expect_counts(read_classification(data_path("glue/SST-2/dev.tsv"), sst2_options()), 872, 0, {428, 444});
@@ -164,15 +164,9 @@ void expect_imdb(const std::string& file, bool labelled, int64_t rows, double mi
     EXPECT_EQ((int64_t)ids.size(), rows);
 }
 
-TEST(SharedDataReader, ImdbTrain) {
-    expect_imdb("imdb/imdb_train.jsonl.gz", true, 25000, 33.1);
-}
-TEST(SharedDataReader, ImdbTest) {
-    expect_imdb("imdb/imdb_test.jsonl.gz", true, 25000, 32.3);
-}
-TEST(SharedDataReader, ImdbUnsup) {
-    expect_imdb("imdb/imdb_unsup.jsonl.gz", false, 50000, 66.5);
-}
+TEST(SharedDataReader, ImdbTrain) { expect_imdb("imdb/imdb_train.jsonl.gz", true, 25000, 33.1); }
+TEST(SharedDataReader, ImdbTest) { expect_imdb("imdb/imdb_test.jsonl.gz", true, 25000, 32.3); }
+TEST(SharedDataReader, ImdbUnsup) { expect_imdb("imdb/imdb_unsup.jsonl.gz", false, 50000, 66.5); }
 
 TEST(SharedDataReader, WikipediaJsonLines) {
     QDQ_REQUIRE_DATA_FILE("wiki/enwiki_wikiextractor_AA.jsonl.gz");
@@ -235,9 +229,9 @@ TEST(SharedDataReader, GzipAndPlainReadTheSame) {
             ASSERT_EQ(std::tie(a.answers[k].text, a.answers[k].answer_start),
                       std::tie(b.answers[k].text, b.answers[k].answer_start));
     }
-    expect_same_examples(read_classification(data_path("mnli/multinli_1.0_dev_matched.csv.gz")),
-                         read_classification(plain_copy("mnli/multinli_1.0_dev_matched.csv.gz",
-                                                        "multinli_1.0_dev_matched.csv")));
+    expect_same_examples(
+        read_classification(data_path("mnli/multinli_1.0_dev_matched.csv.gz")),
+        read_classification(plain_copy("mnli/multinli_1.0_dev_matched.csv.gz", "multinli_1.0_dev_matched.csv")));
     expect_same_examples(read_classification(data_path("sick/SICK.txt.gz"), sick_options()),
                          read_classification(plain_copy("sick/SICK.txt.gz", "SICK.txt"), sick_options()));
 }

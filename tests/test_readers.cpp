@@ -23,7 +23,8 @@ void expect_error(const std::function<void()>& run, const std::vector<std::strin
         run();
     } catch (const std::runtime_error& e) {
         const std::string message = e.what();
-        for (const auto& part : parts) EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+        for (const auto& part : parts)
+            EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
         return;
     }
     ADD_FAILURE() << "no std::runtime_error";
@@ -69,8 +70,8 @@ TEST(DelimitedReader, TsvDefaultsToNoQuotingLikeGlue) {
     TempDir dir;
     // MNLI's text holds bare quotes; csv.QUOTE_NONE keeps them as text.
     const std::string path = dir.write("glue.tsv", "sentence1\tsentence2\n\"Yes,\" he said.\tA \"\"quote\n");
-    EXPECT_EQ(read_all(path, tsv_format()),
-              (std::vector<std::vector<std::string>>{{"sentence1", "sentence2"}, {"\"Yes,\" he said.", "A \"\"quote"}}));
+    EXPECT_EQ(read_all(path, tsv_format()), (std::vector<std::vector<std::string>>{
+                                                {"sentence1", "sentence2"}, {"\"Yes,\" he said.", "A \"\"quote"}}));
     DelimitedFormat quoted_tsv = tsv_format();
     quoted_tsv.quoting = Quoting::rfc4180;
     const std::string quoted = dir.write("quoted.tsv", "a\tb\n\"x\ty\"\t\"z\"\"\"\n");
@@ -86,8 +87,9 @@ TEST(DelimitedReader, FormatFollowsFileNameAndHeaderlessColumnsAreNumbered) {
     DelimitedFormat headerless = tsv_format();
     headerless.has_header = false;
     // A byte order mark is not part of the first field.
-    EXPECT_EQ(read_all(dir.write("h.tsv", "\xEF\xBB\xBFneutral\ta\tb\nentailment\tc\td\n"), headerless),
-              (std::vector<std::vector<std::string>>{{"0", "1", "2"}, {"neutral", "a", "b"}, {"entailment", "c", "d"}}));
+    EXPECT_EQ(
+        read_all(dir.write("h.tsv", "\xEF\xBB\xBFneutral\ta\tb\nentailment\tc\td\n"), headerless),
+        (std::vector<std::vector<std::string>>{{"0", "1", "2"}, {"neutral", "a", "b"}, {"entailment", "c", "d"}}));
 }
 
 TEST(DelimitedReader, MalformedRecordsNameFileAndLine) {
@@ -107,12 +109,14 @@ TEST(DelimitedReader, MalformedRecordsNameFileAndLine) {
 
 TEST(DelimitedReader, InvalidUtf8NamesFileAndLine) {
     TempDir dir;
-    const std::string tsv = dir.write("bad.tsv", "sentence1\tsentence2\tgold_label\nok\tok\tneutral\nbad \xC3\x28\tx\tneutral\n");
+    const std::string tsv =
+        dir.write("bad.tsv", "sentence1\tsentence2\tgold_label\nok\tok\tneutral\nbad \xC3\x28\tx\tneutral\n");
     expect_error([&] { read_classification(tsv); }, {tsv + ":3", "invalid UTF-8"});
     // Inside a quoted field, the line of the bad byte, not the record's first line.
     const std::string csv = dir.write("bad.csv", "a,b\n1,\"x\nover\xFF\"\n");
     expect_error([&] { read_all(csv, csv_format()); }, {csv + ":3", "invalid UTF-8"});
-    const std::string jsonl = dir.write("bad.jsonl", "{\"sentence1\": \"a\", \"sentence2\": \"\xED\xA0\x80\", \"gold_label\": \"neutral\"}\n");
+    const std::string jsonl = dir.write(
+        "bad.jsonl", "{\"sentence1\": \"a\", \"sentence2\": \"\xED\xA0\x80\", \"gold_label\": \"neutral\"}\n");
     expect_error([&] { read_classification(jsonl); }, {jsonl + ":1", "UTF-8"});
 }
 
@@ -164,13 +168,14 @@ TEST(ClassificationReader, NliLabelsColumnsAndSkippedGoldLabels) {
 
 TEST(ClassificationReader, JsonLinesLikeTheMultiNliRelease) {
     TempDir dir;
-    const std::string path = dir.write("dev.jsonl",
-                                       "{\"gold_label\": \"neutral\", \"pairID\": \"p1\", \"sentence1\": \"a \\\"q\\\"\", "
-                                       "\"sentence2\": \"b\", \"annotator_labels\": [\"neutral\"]}\n"
-                                       "\n"
-                                       "{\"gold_label\": \"-\", \"pairID\": \"p2\", \"sentence1\": \"c\", \"sentence2\": \"d\"}\n"
-                                       "{\"label\": -1, \"sentence1\": \"e\", \"sentence2\": \"f\"}\n"
-                                       "{\"label\": 2, \"pairID\": 7, \"sentence1\": \"g\", \"sentence2\": \"h\"}\n");
+    const std::string path =
+        dir.write("dev.jsonl",
+                  "{\"gold_label\": \"neutral\", \"pairID\": \"p1\", \"sentence1\": \"a \\\"q\\\"\", "
+                  "\"sentence2\": \"b\", \"annotator_labels\": [\"neutral\"]}\n"
+                  "\n"
+                  "{\"gold_label\": \"-\", \"pairID\": \"p2\", \"sentence1\": \"c\", \"sentence2\": \"d\"}\n"
+                  "{\"label\": -1, \"sentence1\": \"e\", \"sentence2\": \"f\"}\n"
+                  "{\"label\": 2, \"pairID\": 7, \"sentence1\": \"g\", \"sentence2\": \"h\"}\n");
     const ClassificationData data = read_classification(path);
     ASSERT_EQ(data.examples.size(), 2u);
     EXPECT_EQ(data.stats.skipped_no_gold, 2);
@@ -185,28 +190,33 @@ TEST(ClassificationReader, BadInputNamesFileAndLine) {
     const std::string missing = dir.write("missing.tsv", "sentence1\tgold_label\na\tneutral\n");
     expect_error([&] { read_classification(missing); }, {missing, "no column 'sentence2'"});
     const std::string no_label = dir.write("no_label.tsv", "sentence1\tsentence2\na\tb\n");
-    expect_error([&] { read_classification(no_label); }, {no_label, "no column 'gold_label'"});
-    const std::string bad_label = dir.write("bad_label.tsv", "sentence1\tsentence2\tgold_label\na\tb\tneutral\nc\td\tmaybe\n");
+    expect_error([&] { read_classification(no_label); }, {no_label, "no label column (gold_label, label;"});
+    const std::string bad_label =
+        dir.write("bad_label.tsv", "sentence1\tsentence2\tgold_label\na\tb\tneutral\nc\td\tmaybe\n");
     expect_error([&] { read_classification(bad_label); }, {bad_label + ":3", "label 'maybe'"});
     const std::string range = dir.write("range.tsv", "sentence1\tsentence2\tlabel\na\tb\t3\n");
     expect_error([&] { read_classification(range); }, {range + ":2", "label '3'"});
-    const std::string cut = dir.write("cut.jsonl", "{\"sentence1\": \"a\", \"sentence2\": \"b\", \"gold_label\": \"neutral\"}\n"
-                                                   "{\"sentence1\": \"a\", \"sente");
+    const std::string cut = dir.write("cut.jsonl",
+                                      "{\"sentence1\": \"a\", \"sentence2\": \"b\", \"gold_label\": \"neutral\"}\n"
+                                      "{\"sentence1\": \"a\", \"sente");
     expect_error([&] { read_classification(cut); }, {cut + ":2", "not valid JSON"});
     const std::string key = dir.write("key.jsonl", "{\"sentence1\": \"a\", \"gold_label\": \"neutral\"}\n");
     expect_error([&] { read_classification(key); }, {key + ":1", "no key 'sentence2'"});
+    const std::string unlabelled = dir.write("unlabelled.jsonl", "{\"sentence1\": \"a\", \"sentence2\": \"b\"}\n");
+    expect_error([&] { read_classification(unlabelled); }, {unlabelled + ":1", "no label key (gold_label, label)"});
 }
 
 TEST(ClassificationReader, RteSst2AndSickLayouts) {
     TempDir dir;
     ClassificationOptions rte = rte_options();
     rte.columns = premise_hypothesis_columns();
-    const ClassificationData pairs =
-        read_classification(dir.write("rte.csv", "premise,hypothesis,label\n\"A, B\",C,not_entailment\nD,E,entailment\n"), rte);
+    const ClassificationData pairs = read_classification(
+        dir.write("rte.csv", "premise,hypothesis,label\n\"A, B\",C,not_entailment\nD,E,entailment\n"), rte);
     EXPECT_EQ(pairs.stats.label_counts, (std::vector<int64_t>{1, 1}));
     EXPECT_EQ(pairs.examples.at(0).text_a, "A, B");
     EXPECT_EQ(pairs.examples.at(0).label, 1);
-    const ClassificationData sst2 = read_classification(dir.write("sst.tsv", "sentence\tlabel\ngood \t1\nbad \t0\n"), sst2_options());
+    const ClassificationData sst2 =
+        read_classification(dir.write("sst.tsv", "sentence\tlabel\ngood \t1\nbad \t0\n"), sst2_options());
     EXPECT_EQ(sst2.examples.at(0).text_a, "good ");
     EXPECT_TRUE(sst2.examples.at(0).text_b.empty());
     EXPECT_EQ(sst2.stats.label_counts, (std::vector<int64_t>{1, 1}));
@@ -280,9 +290,11 @@ TEST(SquadReader, OffsetsCountCodePoints) {
     TempDir dir;
     // "é" is two bytes but one Python index: "Zürich" starts at code point 9, byte 10.
     const std::string path = dir.write(
-        "one.json", squad_json("Caf\u00e9 in Z\u00fcrich.",
-                               "{\"id\": \"q1\", \"question\": \"Where?\", \"answers\": ["
-                               "{\"text\": \"Z\u00fcrich\", \"answer_start\": 8}, {\"text\": \"Caf\u00e9\", \"answer_start\": 0}]}"));
+        "one.json",
+        squad_json(
+            "Caf\u00e9 in Z\u00fcrich.",
+            "{\"id\": \"q1\", \"question\": \"Where?\", \"answers\": ["
+            "{\"text\": \"Z\u00fcrich\", \"answer_start\": 8}, {\"text\": \"Caf\u00e9\", \"answer_start\": 0}]}"));
     const SquadData data = read_squad(path);
     ASSERT_EQ(data.examples.size(), 1u);
     const SquadExample& q = data.examples[0];
@@ -317,22 +329,26 @@ TEST(SquadReader, BadOffsetsNameTheQuestionUnlessSkipped) {
 
 TEST(SquadReader, MalformedFilesNameFileOrQuestion) {
     TempDir dir;
-    const std::string whole = squad_json("ctx", "{\"id\": \"q\", \"question\": \"?\", \"answers\": [{\"text\": \"c\", \"answer_start\": 0}]}");
+    const std::string whole = squad_json(
+        "ctx", "{\"id\": \"q\", \"question\": \"?\", \"answers\": [{\"text\": \"c\", \"answer_start\": 0}]}");
     const std::string cut = dir.write("cut.json", whole.substr(0, whole.size() - 7));
     expect_error([&] { read_squad(cut); }, {cut, "not valid JSON", "line 1"});
     const std::string no_question = dir.write("q.json", squad_json("ctx", "{\"id\": \"q7\", \"answers\": []}"));
     expect_error([&] { read_squad(no_question); }, {no_question, "question q7", "no \"question\""});
-    const std::string no_answer = dir.write("a.json", squad_json("ctx", "{\"id\": \"q8\", \"question\": \"?\", \"answers\": []}"));
+    const std::string no_answer =
+        dir.write("a.json", squad_json("ctx", "{\"id\": \"q8\", \"question\": \"?\", \"answers\": []}"));
     expect_error([&] { read_squad(no_answer); }, {no_answer, "question q8", "no answers"});
-    const std::string bad_utf8 = dir.write("u.json", squad_json("c\xFFtx", "{\"id\": \"q\", \"question\": \"?\", \"answers\": []}"));
+    const std::string bad_utf8 =
+        dir.write("u.json", squad_json("c\xFFtx", "{\"id\": \"q\", \"question\": \"?\", \"answers\": []}"));
     expect_error([&] { read_squad(bad_utf8); }, {bad_utf8, "UTF-8"});
     expect_error([&] { read_squad(dir.path().string() + "/absent.json.gz"); }, {"absent.json.gz"});
 }
 
 TEST(SquadReader, V2ImpossibleQuestionsAndPlausibleAnswers) {
     TempDir dir;
-    const std::string path = dir.write(
-        "v2.json", squad_json("abc def", "{\"id\": \"x\", \"question\": \"?\", \"answers\": [], \"is_impossible\": true,"
+    const std::string path =
+        dir.write("v2.json", squad_json("abc def",
+                                        "{\"id\": \"x\", \"question\": \"?\", \"answers\": [], \"is_impossible\": true,"
                                         " \"plausible_answers\": [{\"text\": \"def\", \"answer_start\": 4}]},"
                                         "{\"id\": \"y\", \"question\": \"?\", \"is_impossible\": false,"
                                         " \"answers\": [{\"text\": \"abc\", \"answer_start\": 0}]}"));
