@@ -22,6 +22,7 @@
 #include "data/python_text.h"
 #include "data/squad_reader.h"
 #include "tests/support/data.h"
+#include "tests/support/fixture.h"
 
 namespace qdq {
 namespace {
@@ -115,11 +116,7 @@ TEST(PythonText, CharClasses) {
 // ---- SQuAD v1.1 ----
 
 const json& metric_reference() {
-    static const json root = [] {
-        std::ifstream in(std::string(QDQ_FIXTURE_DIR) + "/squad_metric_reference.json");
-        if (!in) throw std::runtime_error("squad_metric_reference.json is missing (make_squad_metric_reference.py)");
-        return json::parse(in);
-    }();
+    static const json root = qdq::testing::read_fixture_json("squad_metric_reference.json", "tests/fixtures/make_squad_metric_reference.py");
     return root;
 }
 

@@ -83,20 +83,6 @@ const Fixture& ops_fixture() {
     return fixture;
 }
 
-// "x0", "grad_x1", ...
-std::string indexed_name(const char* prefix, size_t k) {
-    std::string name = prefix;
-    name += std::to_string(k);
-    return name;
-}
-
-std::vector<Tensor> fixture_inputs(const nlohmann::json& c) {
-    std::vector<Tensor> inputs;
-    for (size_t k = 0; c.contains(indexed_name("x", k)); ++k)
-        inputs.push_back(fixture_tensor(c, indexed_name("x", k)));
-    return inputs;
-}
-
 void PrintTo(const OpCase& op, std::ostream* os) { *os << op.name; }
 
 class OpCaseTest : public ::testing::TestWithParam<OpCase> {};

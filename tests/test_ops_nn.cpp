@@ -91,15 +91,6 @@ const Fixture& nn_fixture() {
     return fixture;
 }
 
-std::string indexed(const char* prefix, size_t k) { return prefix + std::to_string(k); }
-
-std::vector<Tensor> fixture_inputs(const nlohmann::json& c) {
-    std::vector<Tensor> inputs;
-    for (size_t k = 0; c.contains(indexed("x", k)); ++k)
-        inputs.push_back(fixture_tensor(c, indexed("x", k)));
-    return inputs;
-}
-
 void PrintTo(const NnCase& op, std::ostream* os) { *os << op.name; }
 
 class OpsNnCase : public ::testing::TestWithParam<NnCase> {};
@@ -116,7 +107,7 @@ TEST_P(OpsNnCase, GradientMatchesFiniteDifferences) {
     std::vector<size_t> varied;
     std::vector<Tensor> probes;
     for (size_t k = 0; k < inputs.size(); ++k)
-        if (c.contains(indexed("grad_x", k))) {
+        if (c.contains(indexed_name("grad_x", k))) {
             varied.push_back(k);
             probes.push_back(inputs[k]);
         }
@@ -134,12 +125,12 @@ TEST_P(OpsNnCase, OutputAndGradientsMatchPyTorch) {
     const nlohmann::json& c = nn_fixture().at(op.name);
     std::vector<Tensor> inputs = fixture_inputs(c);
     for (size_t k = 0; k < inputs.size(); ++k)
-        if (c.contains(indexed("grad_x", k))) inputs[k].set_requires_grad();
+        if (c.contains(indexed_name("grad_x", k))) inputs[k].set_requires_grad();
     Tensor out = op.f(inputs, c.at("params"));
     expect_close(out, fixture_tensor(c, "out"), op.rtol, op.atol, "out");
     backward(out, fixture_tensor(c, "w"));
     for (size_t k = 0; k < inputs.size(); ++k) {
-        std::string grad_name = indexed("grad_x", k);
+        std::string grad_name = indexed_name("grad_x", k);
         if (!c.contains(grad_name)) continue;
         ASSERT_TRUE(inputs[k].grad().defined()) << grad_name << " was not computed";
         expect_close(inputs[k].grad(), fixture_tensor(c, grad_name), op.rtol, op.atol,

@@ -26,6 +26,7 @@
 #include "data/squad_postprocess.h"
 #include "data/squad_reader.h"
 #include "tests/support/data.h"
+#include "tests/support/fixture.h"
 
 namespace qdq {
 namespace {
@@ -199,11 +200,7 @@ const std::vector<SquadExample>& dev_examples() {
 }
 
 const json& windows_reference() {
-    static const json root = [] {
-        std::ifstream in(std::string(QDQ_FIXTURE_DIR) + "/squad_windows_reference.json");
-        if (!in) throw std::runtime_error("squad_windows_reference.json is missing (make_squad_windows.js)");
-        return json::parse(in);
-    }();
+    static const json root = qdq::testing::read_fixture_json("squad_windows_reference.json", "tests/fixtures/make_squad_windows.js");
     return root;
 }
 

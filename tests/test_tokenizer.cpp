@@ -23,6 +23,7 @@
 #include "data/tokenizer.h"
 #include "data/utf8.h"
 #include "tests/support/data.h"
+#include "tests/support/fixture.h"
 
 namespace qdq {
 namespace {
@@ -30,11 +31,7 @@ namespace {
 using nlohmann::json;
 
 const json& reference() {
-    static const json root = [] {
-        std::ifstream in(std::string(QDQ_FIXTURE_DIR) + "/tokenizer_reference.json");
-        if (!in) throw std::runtime_error("tokenizer_reference.json is missing (make_tokenizer_reference.js)");
-        return json::parse(in);
-    }();
+    static const json root = qdq::testing::read_fixture_json("tokenizer_reference.json", "tests/fixtures/make_tokenizer_reference.js");
     return root;
 }
 

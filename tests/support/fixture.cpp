@@ -5,12 +5,16 @@
 
 namespace qdq::testing {
 
-Fixture::Fixture(const std::string& file_name) : path_(std::string(QDQ_FIXTURE_DIR) + "/" + file_name) {
-    std::ifstream in(path_);
-    if (!in) throw std::runtime_error("cannot open fixture " + path_ +
-                                      " (regenerate it with tests/fixtures/make_*.py)");
-    root_ = nlohmann::json::parse(in);
+nlohmann::json read_fixture_json(const std::string& file_name, const std::string& made_by) {
+    std::string path = std::string(QDQ_FIXTURE_DIR) + "/" + file_name;
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open fixture " + path + " (regenerate it with " + made_by + ")");
+    return nlohmann::json::parse(in);
 }
+
+Fixture::Fixture(const std::string& file_name)
+    : path_(std::string(QDQ_FIXTURE_DIR) + "/" + file_name),
+      root_(read_fixture_json(file_name, "tests/fixtures/make_*.py")) {}
 
 const nlohmann::json& Fixture::at(const std::string& case_name) const {
     if (!cases().contains(case_name))
@@ -25,6 +29,15 @@ Tensor fixture_tensor(const nlohmann::json& case_json, const std::string& name) 
     if (t.value("dtype", "float32") == "int32")
         return from_ints(shape, t.at("data").get<std::vector<int32_t>>());
     return from_vector(shape, t.at("data").get<std::vector<float>>());
+}
+
+std::string indexed_name(const char* prefix, size_t k) { return prefix + std::to_string(k); }
+
+std::vector<Tensor> fixture_inputs(const nlohmann::json& case_json) {
+    std::vector<Tensor> inputs;
+    for (size_t k = 0; case_json.contains(indexed_name("x", k)); ++k)
+        inputs.push_back(fixture_tensor(case_json, indexed_name("x", k)));
+    return inputs;
 }
 
 }  // namespace qdq::testing

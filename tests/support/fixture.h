@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,5 +24,13 @@ private:
 };
 
 Tensor fixture_tensor(const nlohmann::json& case_json, const std::string& name);
+
+// The op fixtures' naming: inputs "x0", "x1", ... and their gradients "grad_x0", ...
+std::string indexed_name(const char* prefix, size_t k);
+std::vector<Tensor> fixture_inputs(const nlohmann::json& case_json);
+
+// A whole JSON fixture file (relative to tests/fixtures), parsed; `made_by` names the script
+// that regenerates it, for the error when it is missing.
+nlohmann::json read_fixture_json(const std::string& file_name, const std::string& made_by);
 
 }  // namespace qdq::testing
