@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "io/named_tensors.h"
+#include "autograd/named_tensors.h"
 
 namespace qdq {
 

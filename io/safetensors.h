@@ -14,7 +14,7 @@
 #include <map>
 #include <string>
 
-#include "io/named_tensors.h"
+#include "autograd/named_tensors.h"
 
 namespace qdq {
 

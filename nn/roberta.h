@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/named_tensors.h"
+#include "autograd/named_tensors.h"
 #include "nn/bert_config.h"
 
 namespace qdq::nn {

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "io/named_tensors.h"
+#include "autograd/named_tensors.h"
 #include "optim/param_groups.h"
 
 namespace qdq {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "io/named_tensors.h"
+#include "autograd/named_tensors.h"
 
 namespace qdq {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io/named_tensors.h"
+#include "autograd/named_tensors.h"
 #include "optim/param_groups.h"
 
 namespace qdq {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/loader.h"
-#include "io/named_tensors.h"
+#include "autograd/named_tensors.h"
 
 namespace qdq {
 
