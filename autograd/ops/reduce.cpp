@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "autograd/ops.h"
+#include "autograd/ops/axis.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
 
@@ -13,24 +14,6 @@ namespace qdq {
 namespace {
 
 constexpr int64_t kGrain = 1 << 15;
-
-struct AxisSplit {
-    int64_t outer, n, inner;
-};
-
-AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
-    AxisSplit s{1, shape[(size_t)axis], 1};
-    for (int64_t d = 0; d < axis; ++d) s.outer *= shape[(size_t)d];
-    for (size_t d = (size_t)axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
-    return s;
-}
-
-int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape) {
-    int64_t n = (int64_t)shape.size();
-    check(axis >= -n && axis < n, std::string(op) + ": axis " + std::to_string(axis) +
-                                      " out of range for shape " + shape_str(shape));
-    return axis < 0 ? axis + n : axis;
-}
 
 // Σ x[0, n). Eight independent partial sums vectorise; a single running sum would not,
 // since the compiler may not reorder float additions.

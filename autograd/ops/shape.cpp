@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "autograd/ops.h"
+#include "autograd/ops/axis.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
 
@@ -12,13 +13,6 @@ namespace qdq {
 namespace {
 
 constexpr int64_t kGrain = 1 << 15;
-
-int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape) {
-    int64_t n = (int64_t)shape.size();
-    check(axis >= -n && axis < n, std::string(op) + ": axis " + std::to_string(axis) +
-                                      " out of range for shape " + shape_str(shape));
-    return axis < 0 ? axis + n : axis;
-}
 
 void check_cpu(const Tensor& a, const char* op) {
     check(!a.is_cuda(), std::string(op) + ": no CUDA kernel yet");
@@ -175,17 +169,6 @@ Tensor permuted_copy(const Tensor& x, const Shape& in_shape, const std::vector<i
 }
 
 // ---- slice and concat ----
-
-struct AxisSplit {
-    int64_t outer, n, inner;
-};
-
-AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
-    AxisSplit s{1, shape[(size_t)axis], 1};
-    for (int64_t d = 0; d < axis; ++d) s.outer *= shape[(size_t)d];
-    for (size_t d = (size_t)axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
-    return s;
-}
 
 // A block of `len` positions along an axis, with the tensor seen as [outer, n, inner].
 struct AxisBlock {
