@@ -74,11 +74,14 @@ def bench_gemm(args):
         x = torch.rand(tokens, d_in) - 0.5
         w = torch.rand(d_out, d_in) - 0.5
         dy = torch.rand(tokens, d_out) - 0.5
+        y, dx, dw = torch.empty(tokens, d_out), torch.empty(tokens, d_in), torch.empty(d_out, d_in)
         # As autograd's linear does it: the transposes are strides, passed to BLAS as flags.
+        # Into preallocated outputs, as bench_gemm: a fresh 48 MB result would add its page
+        # faults (tens of ms) to the product's time.
         products = (
-            (f"gemm_fwd_{io}", lambda: torch.mm(x, w.t()), tokens * d_out * d_in),
-            (f"gemm_dx_{io}", lambda: torch.mm(dy, w), tokens * d_in * d_out),
-            (f"gemm_dw_{io}", lambda: torch.mm(dy.t(), x), d_out * d_in * tokens),
+            (f"gemm_fwd_{io}", lambda: torch.mm(x, w.t(), out=y), tokens * d_out * d_in),
+            (f"gemm_dx_{io}", lambda: torch.mm(dy, w, out=dx), tokens * d_in * d_out),
+            (f"gemm_dw_{io}", lambda: torch.mm(dy.t(), x, out=dw), d_out * d_in * tokens),
         )
         for name, fn, mnk in products:
             if args.only in name:

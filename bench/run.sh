@@ -9,6 +9,7 @@
 #   PYTHON=...        a Python with torch (default: the first of python3, /usr/bin/python3
 #                     that imports torch)
 #   INFO_DEFAULT=1    also run PyTorch once with OpenBLAS's own kernel choice (0 to skip)
+#   RAW_DIR=...       keep every run's own output in this directory (default: discarded)
 #   GEMM_ARGS=...     extra arguments for both GEMM benchmarks, e.g. "--reps 5"
 #   TRAIN_ARGS=...    extra arguments for both training benchmarks, e.g. "--steps 3 --warmup 1"
 #
@@ -58,8 +59,14 @@ else
     coretype_note="unset: OpenBLAS's own detection (the CPU lacks avx512f)"
 fi
 
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+if [[ -n "${RAW_DIR:-}" ]]; then
+    out=$RAW_DIR
+    mkdir -p "$out"
+    rm -f "$out"/{ours,torch,default}.{gemm,train}.*
+else
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+fi
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
