@@ -246,6 +246,12 @@ Hdf5Weights load_hdf5_weights(const std::string& path) {
     return out;
 }
 
+std::string load_hdf5_config(const std::string& path) {
+    QuietErrors quiet;
+    Handle file = open_for_reading(path);
+    return read_config(file, path);
+}
+
 Tensor load_hdf5_tensor(const std::string& path, const std::string& key) {
     QuietErrors quiet;
     Handle file = open_for_reading(path);

@@ -28,6 +28,9 @@ void save_hdf5_weights(const std::string& path, const NamedTensors& tensors,
 
 Hdf5Weights load_hdf5_weights(const std::string& path);
 
+// The "config" attribute alone, without reading any tensor.
+std::string load_hdf5_config(const std::string& path);
+
 // One tensor by key, without reading the others.
 Tensor load_hdf5_tensor(const std::string& path, const std::string& key);
 

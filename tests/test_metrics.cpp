@@ -69,25 +69,24 @@ TEST(ClassificationMetrics, RejectsMismatchesAndLabelsOutOfRange) {
 }
 
 // Single texts and pairs, longest_first truncation (checked against tokenizers in
-// test_tokenizer.cpp) and the label carried through.
-TEST(ClassificationFeatures, SingleTextsPairsAndLabels) {
+// test_tokenizer.cpp), unpadded.
+TEST(ClassificationFeatures, SingleTextsAndPairs) {
     const auto path = std::filesystem::temp_directory_path() / ("qdq_metrics_vocab_" + std::to_string(getpid()));
     std::ofstream(path) << "[PAD]\n[UNK]\n[CLS]\n[SEP]\ngood\nbad\nfilm\nvery\n";
     const WordPieceTokenizer tokenizer = load_wordpiece_tokenizer(path.string(), true);
     std::filesystem::remove(path);
     const std::vector<TextExample> examples = {{"s", "Very good film", "", 1}, {"p", "very very bad", "good film", 2}};
-    const std::vector<ClassificationFeature> f = classification_features(tokenizer, examples, {7, true});
+    const std::vector<Encoding> f = classification_encodings(tokenizer, examples, 7);
     ASSERT_EQ(f.size(), 2u);
-    EXPECT_EQ(f[0].input_ids, (std::vector<int32_t>{2, 7, 4, 6, 3, 0, 0}));
-    EXPECT_EQ(f[0].token_type_ids, (std::vector<int32_t>(7, 0)));
-    EXPECT_EQ(f[0].attention_mask, (std::vector<int32_t>{1, 1, 1, 1, 1, 0, 0}));
-    EXPECT_EQ(f[0].label, 1);
+    EXPECT_EQ(f[0].ids, (std::vector<int32_t>{2, 7, 4, 6, 3}));
+    EXPECT_EQ(f[0].token_type_ids, (std::vector<int32_t>(5, 0)));
+    EXPECT_EQ(f[0].attention_mask, (std::vector<int32_t>(5, 1)));
+    EXPECT_TRUE(f[0].offsets.empty());
     // 3 + 2 tokens in a budget of 4: the longer first text loses one.
-    EXPECT_EQ(f[1].input_ids, (std::vector<int32_t>{2, 7, 7, 3, 4, 6, 3}));
+    EXPECT_EQ(f[1].ids, (std::vector<int32_t>{2, 7, 7, 3, 4, 6, 3}));
     EXPECT_EQ(f[1].token_type_ids, (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1}));
-    EXPECT_EQ(f[1].label, 2);
-    EXPECT_EQ(classification_feature(tokenizer, examples[1], {16, false}).input_ids.size(), 8u);
-    EXPECT_THROW(classification_feature(tokenizer, examples[1], {2, false}), std::invalid_argument);
+    EXPECT_EQ(classification_encoding(tokenizer, examples[1], 16).ids.size(), 8u);
+    EXPECT_THROW(classification_encoding(tokenizer, examples[1], 2), std::invalid_argument);
 }
 
 // ---- Python string semantics ----

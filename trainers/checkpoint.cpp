@@ -4,7 +4,10 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <iostream>
+
 #include "io/hdf5_weights.h"
+#include "nn/pretrained.h"
 
 namespace qdq {
 
@@ -71,6 +74,21 @@ Checkpoint load_checkpoint(const std::string& path) {
         else throw std::runtime_error(path + ": unexpected dataset '" + t.name + "'");
     }
     return c;
+}
+
+nlohmann::json checkpoint_run_config(const std::string& path) {
+    if (fs::path(path).extension() != ".h5" || !fs::is_regular_file(path)) return nullptr;
+    nlohmann::json meta = nlohmann::json::parse(load_hdf5_config(path), nullptr, false);
+    if (meta.is_discarded() || !meta.is_object() || meta.value("format", "") != "qdqtrain-checkpoint-1") return nullptr;
+    return meta.at("config");
+}
+
+void load_model_weights(nn::Module& model, const std::string& path) {
+    nn::LoadReport report;
+    if (!checkpoint_run_config(path).is_null()) report = nn::load_state_dict(model, load_checkpoint(path).model, path);
+    else report = nn::load_pretrained_weights(model, path);
+    std::string summary = report.summary();
+    if (!summary.empty()) std::cerr << summary;
 }
 
 std::string checkpoint_name(int64_t step) { return "checkpoint-" + std::to_string(step) + ".h5"; }

@@ -15,6 +15,7 @@
 
 #include "data/loader.h"
 #include "autograd/named_tensors.h"
+#include "nn/module.h"
 
 namespace qdq {
 
@@ -36,6 +37,13 @@ struct Checkpoint {
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 Checkpoint load_checkpoint(const std::string& path);
+
+// The weights of any model file: a checkpoint's model part, or a pretrained file or directory as
+// nn/pretrained.h reads them (HF directory, .safetensors, .h5). Missing and unexpected keys are
+// reported on stderr, as HF's from_pretrained warns; shape mismatches are errors.
+void load_model_weights(nn::Module& model, const std::string& path);
+// The "config" of a checkpoint's metadata; null for any other file.
+nlohmann::json checkpoint_run_config(const std::string& path);
 
 // checkpoint-<step>.h5 files in `dir`, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& dir);

@@ -1,0 +1,52 @@
+#include "trainers/task.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "nn/pretrained.h"
+#include "trainers/checkpoint.h"
+
+namespace qdq {
+
+nn::BertConfig task_model_config(const RunConfig& config) {
+    nn::BertConfig c;
+    if (!config.model.config.is_null()) {
+        c = nn::bert_config_from_json(config.model.config, config.source + ": model.config");
+    } else {
+        nlohmann::json run = checkpoint_run_config(config.model.init);
+        if (!run.is_null()) c = nn::bert_config_from_json(run.at("model").at("config"), config.model.init);
+        else c = nn::load_pretrained_config(config.model.init);
+    }
+    if (config.data.max_seq_length > c.max_position_embeddings)
+        throw std::runtime_error(config.source + ": data.max_seq_length " + std::to_string(config.data.max_seq_length) +
+                                 " is over the model's max_position_embeddings " +
+                                 std::to_string(c.max_position_embeddings));
+    return c;
+}
+
+WordPieceTokenizer task_tokenizer(const RunConfig& config) {
+    return load_wordpiece_tokenizer(config.data.vocab, config.data.do_lower_case);
+}
+
+std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size) {
+    if (batch_size <= 0) throw std::invalid_argument("eval_batches: batch_size must be positive");
+    std::vector<int64_t> order(lengths.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
+    std::vector<std::vector<int64_t>> batches;
+    for (size_t start = 0; start < order.size(); start += (size_t)batch_size) {
+        size_t end = std::min(order.size(), start + (size_t)batch_size);
+        batches.emplace_back(order.begin() + (std::ptrdiff_t)start, order.begin() + (std::ptrdiff_t)end);
+    }
+    return batches;
+}
+
+std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
+    if (config.data.task == "classification") return make_classification_task(config, data);
+    if (config.data.task == "squad") return make_squad_task(config, data);
+    if (config.data.task == "mlm") return make_mlm_task(config, data);
+    throw std::runtime_error(config.source + ": data.task: unknown task '" + config.data.task + "'");
+}
+
+}  // namespace qdq

@@ -1,0 +1,79 @@
+// A task is what the training loop needs to know about a model and its data: the model with its
+// head, the tokenized training and evaluation examples, the loss of a training batch, the metrics
+// of an evaluation pass and predictions for new inputs. The loop (trainers/trainer.h) never looks
+// inside; classification (IMDB, NLI, ...), SQuAD and masked-LM pretraining each implement it
+// once, in classification_task.cpp, squad_task.cpp and mlm_task.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/rng.h"
+#include "autograd/tensor.h"
+#include "data/tokenizer.h"
+#include "nn/bert_config.h"
+#include "nn/module.h"
+#include "trainers/run_config.h"
+
+namespace qdq {
+
+// Which example sets make_task reads: training needs both, eval only the eval set, predict none.
+struct TaskData {
+    bool train = true;
+    bool eval = true;
+};
+
+class Task {
+public:
+    virtual ~Task() = default;
+
+    virtual nn::Module& model() = 0;
+    // The stream the model's dropout draws from; the trainer saves and restores it.
+    virtual Rng& dropout_rng() = 0;
+
+    // Training examples (features: SQuAD windows, MLM sequences), and the length of each for
+    // group_by_length.
+    virtual int64_t train_size() const = 0;
+    virtual std::vector<int32_t> train_lengths() const = 0;
+
+    // The mean loss over training features `indices`, recorded on the tape (the model is in
+    // training mode). data_rng is the task's own randomness (MLM masking); it is saved in
+    // checkpoints, so a task draws from it and from nothing else.
+    virtual Tensor train_loss(const std::vector<int64_t>& indices, Rng& data_rng) = 0;
+
+    // One pass over the evaluation set in eval mode without the tape, batch_size features at a
+    // time. Keys are the metric names ("accuracy", "exact_match", "f1", "eval_loss", ...).
+    virtual nlohmann::json evaluate(int64_t batch_size) = 0;
+    // The metric the best model is chosen by when the config names none.
+    virtual std::string main_metric() const = 0;
+
+    // Predictions for the examples of `path` (read as the task reads its eval files), as JSON:
+    // classification [{"id", "label", "probabilities"}...], SQuAD {"<question id>": "answer"}
+    // (the official evaluation script's input). Throws for a task without predictions (MLM).
+    virtual nlohmann::json predict(const std::string& path, int64_t batch_size) = 0;
+};
+
+// The model config (config.model.config, else the init checkpoint's), with the task's settings
+// checked against it (e.g. max_seq_length within max_position_embeddings).
+nn::BertConfig task_model_config(const RunConfig& config);
+
+// Builds the task's model (HF initialisation from training.seed, then model.init's weights when
+// given; missing weights are reported on stderr, as HF's from_pretrained warns) and reads the
+// data sets `data` asks for. Errors name the file and the config key.
+std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
+
+// The pieces every task shares.
+WordPieceTokenizer task_tokenizer(const RunConfig& config);
+// Evaluation batches: indices 0..N-1 cut into batch_size runs after sorting by length (longest
+// first), so that a batch pads little. The order of the examples does not change any metric.
+std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size);
+
+std::unique_ptr<Task> make_classification_task(const RunConfig& config, const TaskData& data);
+std::unique_ptr<Task> make_squad_task(const RunConfig& config, const TaskData& data);
+std::unique_ptr<Task> make_mlm_task(const RunConfig& config, const TaskData& data);
+
+}  // namespace qdq
