@@ -23,7 +23,10 @@ nlohmann::json state_to_json(const TrainerState& s) {
                         {"loader", {{"epoch", s.loader.epoch}, {"index", s.loader.index}}},
                         {"dropout_rng", s.dropout_rng},
                         {"data_rng", s.data_rng},
-                        {"best_checkpoint", s.best_checkpoint}};
+                        {"best_checkpoint", s.best_checkpoint},
+                        {"log_loss_sum", s.log_loss_sum},
+                        {"log_steps", s.log_steps},
+                        {"seconds", s.seconds}};
     j["best_metric"] = s.best_metric ? nlohmann::json(*s.best_metric) : nlohmann::json();
     return j;
 }
@@ -37,6 +40,9 @@ TrainerState state_from_json(const nlohmann::json& j) {
     s.data_rng = j.at("data_rng").get<std::array<uint64_t, 4>>();
     s.best_checkpoint = j.at("best_checkpoint").get<std::string>();
     if (!j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
+    s.log_loss_sum = j.at("log_loss_sum").get<double>();
+    s.log_steps = j.at("log_steps").get<int64_t>();
+    s.seconds = j.at("seconds").get<double>();
     return s;
 }
 

@@ -26,6 +26,11 @@ struct TrainerState {
     std::array<uint64_t, 4> data_rng{};     // masking (MLM) and other data randomness
     std::optional<double> best_metric;
     std::string best_checkpoint;            // file name within the output directory
+    // The training loss since the last log line (summed, and the steps summed), so the first
+    // line after a resume averages the same steps as it would have without the interruption.
+    double log_loss_sum = 0;
+    int64_t log_steps = 0;
+    double seconds = 0;  // training time so far, over every run of it
 };
 
 struct Checkpoint {

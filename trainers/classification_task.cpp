@@ -43,12 +43,13 @@ struct Examples {
 
 Examples read_files(const RunConfig& config, const std::vector<std::string>& files, int64_t limit,
                     const WordPieceTokenizer& tokenizer, bool labelled) {
-    Examples out;
+    std::vector<TextExample> all;
     for (const std::string& file : files) {
         ClassificationData data = read_examples(config.data.dataset, file, labelled);
-        for (TextExample& e : data.examples) out.examples.push_back(std::move(e));
+        for (TextExample& e : data.examples) all.push_back(std::move(e));
     }
-    if (limit >= 0 && (int64_t)out.examples.size() > limit) out.examples.resize((size_t)limit);
+    Examples out;
+    for (size_t i : example_subset(all.size(), limit)) out.examples.push_back(std::move(all[i]));
     out.encodings = classification_encodings(tokenizer, out.examples, config.data.max_seq_length);
     for (size_t i = 0; i < out.examples.size(); ++i) {
         out.labels.push_back(out.examples[i].label);
@@ -82,6 +83,7 @@ public:
     }
 
     nn::Module& model() override { return model_; }
+    const nn::BertConfig& model_config() const override { return model_config_; }
     Rng& dropout_rng() override { return model_.dropout_rng; }
     int64_t train_size() const override { return (int64_t)train_.encodings.size(); }
     std::vector<int32_t> train_lengths() const override { return train_.lengths; }

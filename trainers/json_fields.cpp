@@ -46,7 +46,9 @@ void JsonFields::read(const char* key, int& out) {
 
 void JsonFields::read(const char* key, uint64_t& out) {
     if (const nlohmann::json* v = value(key)) {
-        if (!v->is_number_unsigned()) fail(key, "must be a non-negative integer, got " + v->dump());
+        // Parsed text gives unsigned numbers; JSON built in code gives signed ones.
+        const bool ok = v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0);
+        if (!ok) fail(key, "must be a non-negative integer, got " + v->dump());
         out = v->get<uint64_t>();
     }
 }

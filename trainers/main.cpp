@@ -1,22 +1,190 @@
-// qdqtrain: the command-line entry point. Subcommands arrive with the trainer.
+// qdqtrain: the command-line entry point. Each subcommand reads a run config (trainers/run_config.h)
+// with --set overrides and hands it to the trainer or a task.
+//
+// Exit codes, for scripts: 0 done; 1 failed while running (unreadable data, I/O); 2 bad usage or
+// a bad config (the message names the key); 3 training diverged (NaN/Inf); 130 stopped by
+// SIGINT/SIGTERM after writing a checkpoint that resumes the run.
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "autograd/gemm.h"
 #include "cuda/backend.h"
+#include "trainers/checkpoint.h"
+#include "trainers/trainer.h"
 
 namespace {
 
 const char* kUsage =
-    "usage: qdqtrain [--version] [--help]\n"
+    "usage: qdqtrain <command> [options]\n"
     "\n"
     "Trains BERT-family encoders in FP32, calibrates and fine-tunes them with fake\n"
     "quantization, and exports INT8 ONNX models.\n"
     "\n"
+    "commands:\n"
+    "  train CONFIG      fine-tune or pretrain as the config says; resumes an interrupted run\n"
+    "  eval CONFIG       evaluate a checkpoint on the config's eval set\n"
+    "  predict CONFIG    write predictions for a file (class labels, or SQuAD answers)\n"
+    "\n"
     "options:\n"
-    "  --version   print the version, the GEMM backend and the CUDA status\n"
-    "  --help      print this help\n";
+    "  --version         print the version, the GEMM backend and the CUDA status\n"
+    "  --help            print this help; 'qdqtrain <command> --help' for a command's\n"
+    "\n"
+    "exit codes: 0 done, 1 failed, 2 bad usage or config, 3 diverged, 130 interrupted\n";
+
+const char* kSetHelp =
+    "  --set KEY=VALUE   override a config key (dotted path, e.g. training.learning_rate=3e-5;\n"
+    "                    the value is JSON, or a bare string); repeatable\n";
+
+struct Command {
+    const char* usage;
+    const char* help;
+    std::vector<std::string> value_options;  // options that take a value (besides --set)
+    std::vector<std::string> flags;
+    std::function<int(const qdq::RunConfig&, std::map<std::string, std::string>&)> run;
+};
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+void on_signal(int) { qdq::request_stop(); }
+
+int run_train(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {true, true});
+    qdq::TrainOptions train_options;
+    train_options.resume = !options.count("--no-resume");
+    train_options.progress_bar = isatty(STDERR_FILENO);
+    qdq::TrainOutcome outcome = qdq::train(config, *task, train_options);
+    switch (outcome.status) {
+        case qdq::TrainStatus::diverged:
+            std::fprintf(stderr, "qdqtrain: %s\n", outcome.message.c_str());
+            return 3;
+        case qdq::TrainStatus::interrupted:
+            return 130;
+        case qdq::TrainStatus::finished:
+            std::printf("%s\n", outcome.metrics.dump().c_str());
+            return 0;
+    }
+    return 1;
+}
+
+void write_output(const nlohmann::json& result, std::map<std::string, std::string>& options) {
+    if (!options.count("--out")) {
+        std::printf("%s\n", result.dump(2).c_str());
+        return;
+    }
+    std::ofstream out(options["--out"], std::ios::trunc);
+    out << result.dump(2) << '\n';
+    if (!out) throw std::runtime_error(options["--out"] + ": cannot write");
+}
+
+int run_eval(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {false, true});
+    qdq::load_model_weights(task->model(), options["--checkpoint"]);
+    write_output(task->evaluate(config.training.per_device_eval_batch_size), options);
+    return 0;
+}
+
+int run_predict(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {false, false});
+    qdq::load_model_weights(task->model(), options["--checkpoint"]);
+    write_output(task->predict(options["--input"], config.training.per_device_eval_batch_size), options);
+    return 0;
+}
+
+const std::map<std::string, Command>& commands() {
+    static const std::map<std::string, Command> table = {
+        {"train",
+         {"usage: qdqtrain train CONFIG [--set KEY=VALUE]... [--no-resume]\n",
+          "Trains as CONFIG says, writing into training.output_dir: config.json, metrics.jsonl,\n"
+          "checkpoints, and at the end model.h5 and eval_results.json. A run whose output_dir\n"
+          "holds checkpoints resumes from the newest one and reaches the same weights as a run\n"
+          "never stopped. Ctrl-C (or SIGTERM) saves a checkpoint and exits with 130.\n"
+          "\n"
+          "  --no-resume       delete the output_dir's checkpoints and start from step 0\n",
+          {},
+          {"--no-resume"},
+          run_train}},
+        {"eval",
+         {"usage: qdqtrain eval CONFIG --checkpoint PATH [--set KEY=VALUE]... [--out FILE]\n",
+          "Evaluates the weights of PATH (a checkpoint, model.h5, a .safetensors file or a\n"
+          "Hugging Face directory) on the config's eval files and prints the metrics as JSON.\n"
+          "\n"
+          "  --checkpoint PATH the weights to evaluate (required)\n"
+          "  --out FILE        write the metrics there instead of stdout\n",
+          {"--checkpoint", "--out"},
+          {},
+          run_eval}},
+        {"predict",
+         {"usage: qdqtrain predict CONFIG --checkpoint PATH --input FILE [--set KEY=VALUE]... [--out FILE]\n",
+          "Predicts for every example of FILE (read as the config's eval files are):\n"
+          "classification writes [{\"id\", \"label\", \"probabilities\"}], SQuAD writes\n"
+          "{\"question id\": \"answer\"} as the official evaluate-v1.1.py reads it.\n"
+          "\n"
+          "  --checkpoint PATH the weights to use (required)\n"
+          "  --input FILE      the examples (required)\n"
+          "  --out FILE        write the predictions there instead of stdout\n",
+          {"--checkpoint", "--input", "--out"},
+          {},
+          run_predict}},
+    };
+    return table;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& s) {
+    return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+int run_command(const std::string& name, const Command& command, int argc, char** argv) {
+    std::string config_path;
+    std::vector<std::string> overrides;
+    std::map<std::string, std::string> options;
+    for (int i = 2; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            std::printf("%s\n%s%s", command.usage, command.help, kSetHelp);
+            return 0;
+        }
+        if (arg == "--set" || contains(command.value_options, arg)) {
+            if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+            std::string value = argv[++i];
+            if (arg == "--set") overrides.push_back(value);
+            else options[arg] = value;
+        } else if (contains(command.flags, arg)) {
+            options[arg] = "";
+        } else if (arg.rfind("-", 0) == 0) {
+            throw UsageError("unknown option " + arg);
+        } else if (config_path.empty()) {
+            config_path = arg;
+        } else {
+            throw UsageError("unexpected argument " + arg);
+        }
+    }
+    if (config_path.empty()) throw UsageError("missing CONFIG");
+    for (const std::string& required : command.value_options)
+        if (required != "--out" && !options.count(required)) throw UsageError("missing " + required);
+
+    qdq::RunConfig config;
+    try {
+        config = qdq::load_run_config(config_path, overrides);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
+        return 2;
+    }
+    return command.run(config, options);
+}
 
 }  // namespace
 
@@ -25,17 +193,27 @@ int main(int argc, char** argv) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (std::strcmp(argv[1], "--version") == 0) {
-        try {
+    const std::string name = argv[1];
+    try {
+        if (name == "--version") {
             std::printf("qdqtrain %s\n", QDQ_VERSION);
             std::printf("gemm: %s\n", qdq::gemm_backend_description().c_str());
             std::printf("cuda: %s\n", qdq::cuda::device_description().c_str());
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "qdqtrain: %s\n", e.what());
-            return 1;
+            return 0;
         }
-        return 0;
+        auto found = commands().find(name);
+        if (found == commands().end()) {
+            std::fprintf(stderr, "qdqtrain: unknown command '%s'\n\n%s", name.c_str(), kUsage);
+            return 2;
+        }
+        try {
+            return run_command(name, found->second, argc, argv);
+        } catch (const UsageError& e) {
+            std::fprintf(stderr, "qdqtrain %s: %s\n%s", name.c_str(), e.what(), found->second.usage);
+            return 2;
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
+        return 1;
     }
-    std::fprintf(stderr, "qdqtrain: unknown command '%s'\n\n%s", argv[1], kUsage);
-    return 2;
 }

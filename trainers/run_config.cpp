@@ -144,7 +144,11 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     training.read("save_total_limit", t.save_total_limit);
     training.read("load_best_model_at_end", t.load_best_model_at_end);
     training.read("metric_for_best_model", t.metric_for_best_model);
-    training.read("greater_is_better", t.greater_is_better);
+    if (training.has("greater_is_better")) {
+        bool greater = true;
+        training.read("greater_is_better", greater);
+        t.greater_is_better = greater;
+    }
     training.read("group_by_length", t.group_by_length);
     training.finish();
     check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
@@ -189,8 +193,9 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
           {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
           {"save_total_limit", t.save_total_limit}, {"load_best_model_at_end", t.load_best_model_at_end},
-          {"metric_for_best_model", t.metric_for_best_model}, {"greater_is_better", t.greater_is_better},
+          {"metric_for_best_model", t.metric_for_best_model},
           {"group_by_length", t.group_by_length}}}};
+    if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     if (!c.quantization.is_null()) j["quantization"] = c.quantization;
     return j;
 }

@@ -14,11 +14,14 @@
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length
 //   "quantization": (quant/) kept as given
+// max_train_examples / max_eval_examples keep a seeded random subset, not the first N
+// (trainers/task.h example_subset).
 // Paths in "data" are relative to data.data_dir (default: the data directory, see
 // data/data_dir.h); paths in "model" are relative to the config file's folder.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,7 +70,8 @@ struct TrainingSettings {
     int save_total_limit = 2;  // checkpoints kept (the best one is never removed)
     bool load_best_model_at_end = false;
     std::string metric_for_best_model;  // default: the task's main metric
-    bool greater_is_better = true;
+    // Default as HF: false when the metric's name ends in "loss", else true.
+    std::optional<bool> greater_is_better;
     bool group_by_length = false;
 };
 

@@ -42,6 +42,21 @@ std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengt
     return batches;
 }
 
+std::vector<size_t> example_subset(size_t count, int64_t limit) {
+    std::vector<size_t> all(count);
+    std::iota(all.begin(), all.end(), 0);
+    if (limit < 0 || (size_t)limit >= count) return all;
+    // A partial Fisher-Yates shuffle picks the subset; sorting restores file order.
+    Rng rng(0x737562736574ull);
+    for (size_t i = 0; i < (size_t)limit; ++i) {
+        size_t j = i + (size_t)(rng.next_u64() % (count - i));
+        std::swap(all[i], all[j]);
+    }
+    all.resize((size_t)limit);
+    std::sort(all.begin(), all.end());
+    return all;
+}
+
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
     if (config.data.task == "classification") return make_classification_task(config, data);
     if (config.data.task == "squad") return make_squad_task(config, data);

@@ -32,6 +32,8 @@ public:
     virtual ~Task() = default;
 
     virtual nn::Module& model() = 0;
+    // The model's config as the task built it (classification sets num_labels from the data).
+    virtual const nn::BertConfig& model_config() const = 0;
     // The stream the model's dropout draws from; the trainer saves and restores it.
     virtual Rng& dropout_rng() = 0;
 
@@ -71,6 +73,12 @@ WordPieceTokenizer task_tokenizer(const RunConfig& config);
 // Evaluation batches: indices 0..N-1 cut into batch_size runs after sorting by length (longest
 // first), so that a batch pads little. The order of the examples does not change any metric.
 std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size);
+
+// Which of `count` examples a max_*_examples limit keeps: all when limit < 0 or limit >= count,
+// else `limit` of them drawn at random with a fixed seed, in file order. Not the first `limit`:
+// files such as IMDB's are sorted by label. The fixed seed keeps an eval subset the same across
+// runs and training seeds.
+std::vector<size_t> example_subset(size_t count, int64_t limit);
 
 std::unique_ptr<Task> make_classification_task(const RunConfig& config, const TaskData& data);
 std::unique_ptr<Task> make_squad_task(const RunConfig& config, const TaskData& data);

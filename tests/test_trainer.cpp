@@ -1,0 +1,345 @@
+// The training loop on a tiny model and a synthetic sentiment task written by the test: it
+// learns; a run stopped (in process, or by SIGKILL to the qdqtrain binary) and resumed ends
+// bit-identical to a run never stopped; a NaN loss stops the run and keeps the last checkpoint;
+// the schedule reaches the optimizer; a changed config refuses to resume; the CLI's exit codes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "io/hdf5_weights.h"
+#include "tests/support/temp_dir.h"
+#include "trainers/checkpoint.h"
+#include "trainers/trainer.h"
+
+extern char** environ;
+
+using namespace qdq;
+namespace fs = std::filesystem;
+
+namespace {
+
+// "good"/"bad" decide the label; the filler words are noise around them.
+void write_task_files(const qdq::testing::TempDir& dir) {
+    dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ngood\nbad\nthe\nfilm\nwas\nplot\nacting\nquite\n");
+    const char* filler[] = {"the film was", "the plot was quite", "acting was", "the acting", "film"};
+    for (const char* name : {"train.tsv", "eval.tsv"}) {
+        std::string rows = "sentence\tlabel\n";
+        const int n = std::string(name) == "train.tsv" ? 64 : 32;
+        for (int i = 0; i < n; ++i) {
+            const bool positive = (i * 7 + (name[0] == 't')) % 2 == 0;
+            rows += std::string(filler[i % 5]) + (positive ? " good" : " bad") + (i % 3 ? " the film" : "") + "\t" +
+                    (positive ? "1" : "0") + "\n";
+        }
+        dir.write(name, rows);
+    }
+}
+
+nlohmann::json tiny_config(const qdq::testing::TempDir& dir, const std::string& out) {
+    return {{"model",
+             {{"config",
+               {{"vocab_size", 13}, {"hidden_size", 16}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
+                {"intermediate_size", 32}, {"max_position_embeddings", 32}}}}},
+            {"data",
+             {{"dataset", "sst2"}, {"data_dir", dir.path().string()}, {"vocab", "vocab.txt"},
+              {"train_files", "train.tsv"}, {"eval_files", "eval.tsv"}, {"max_seq_length", 16}}},
+            {"training",
+             {{"output_dir", (dir.path() / out).string()}, {"seed", 7}, {"per_device_train_batch_size", 8},
+              {"per_device_eval_batch_size", 16}, {"max_steps", 12}, {"learning_rate", 1e-2},
+              {"weight_decay", 0.01}, {"warmup_steps", 2}, {"logging_steps", 3}, {"eval_steps", 5},
+              {"save_steps", 4}}}};
+}
+
+RunConfig parse(const nlohmann::json& raw) { return parse_run_config(raw, "test.json", "."); }
+
+// A task that runs another and meddles at one training step: asks the loop to stop there, or
+// poisons its loss with NaN.
+class MeddlingTask : public Task {
+public:
+    enum class Action { stop, nan };
+    MeddlingTask(std::unique_ptr<Task> inner, int64_t at_call, Action action)
+        : inner_(std::move(inner)), at_call_(at_call), action_(action) {}
+    nn::Module& model() override { return inner_->model(); }
+    const nn::BertConfig& model_config() const override { return inner_->model_config(); }
+    Rng& dropout_rng() override { return inner_->dropout_rng(); }
+    int64_t train_size() const override { return inner_->train_size(); }
+    std::vector<int32_t> train_lengths() const override { return inner_->train_lengths(); }
+    Tensor train_loss(const std::vector<int64_t>& indices, Rng& rng) override {
+        Tensor loss = inner_->train_loss(indices, rng);
+        if (++calls_ != at_call_) return loss;
+        if (action_ == Action::stop) request_stop();
+        else loss.f32()[0] = NAN;
+        return loss;
+    }
+    nlohmann::json evaluate(int64_t batch_size) override { return inner_->evaluate(batch_size); }
+    std::string main_metric() const override { return inner_->main_metric(); }
+    nlohmann::json predict(const std::string& path, int64_t batch_size) override {
+        return inner_->predict(path, batch_size);
+    }
+
+private:
+    std::unique_ptr<Task> inner_;
+    int64_t at_call_, calls_ = 0;
+    Action action_;
+};
+
+TrainOutcome train_config(const nlohmann::json& raw, int64_t meddle_at = 0,
+                          MeddlingTask::Action action = MeddlingTask::Action::stop) {
+    RunConfig config = parse(raw);
+    std::unique_ptr<Task> task = make_task(config, {});
+    if (meddle_at > 0) task = std::make_unique<MeddlingTask>(std::move(task), meddle_at, action);
+    return train(config, *task);
+}
+
+// metrics.jsonl without the wall-clock field.
+std::vector<nlohmann::json> records(const fs::path& dir) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(dir / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+        nlohmann::json r = nlohmann::json::parse(line);
+        r.erase("seconds");
+        out.push_back(r);
+    }
+    return out;
+}
+
+void expect_same_weights(const fs::path& a, const fs::path& b) {
+    Hdf5Weights x = load_hdf5_weights(a.string()), y = load_hdf5_weights(b.string());
+    ASSERT_EQ(x.tensors.size(), y.tensors.size());
+    for (size_t i = 0; i < x.tensors.size(); ++i) {
+        ASSERT_EQ(x.tensors[i].name, y.tensors[i].name);
+        const Tensor& p = x.tensors[i].tensor;
+        const Tensor& q = y.tensors[i].tensor;
+        ASSERT_EQ(p.shape(), q.shape());
+        EXPECT_EQ(0, std::memcmp(p.raw(), q.raw(), (size_t)p.numel() * 4)) << x.tensors[i].name;
+    }
+}
+
+struct Process {
+    int status = -1;
+    std::string output;
+};
+
+Process run_qdqtrain(const std::string& args) {
+    Process p;
+    FILE* pipe = popen((std::string(QDQTRAIN_PATH) + " " + args + " 2>&1").c_str(), "r");
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) p.output.append(buffer, n);
+    int raw = pclose(pipe);
+    p.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return p;
+}
+
+std::string write_config(const qdq::testing::TempDir& dir, const std::string& name, const nlohmann::json& raw) {
+    return dir.write(name, raw.dump(2));
+}
+
+}  // namespace
+
+TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    raw["training"]["max_steps"] = 40;
+    raw["training"]["eval_steps"] = 20;
+    TrainOutcome outcome = train_config(raw);
+    ASSERT_EQ(outcome.status, TrainStatus::finished);
+    EXPECT_EQ(outcome.step, 40);
+    EXPECT_GE(outcome.metrics["accuracy"].get<double>(), 0.9);  // chance is 0.5
+    const fs::path run = dir.path() / "run";
+    for (const char* file : {"config.json", "metrics.jsonl", "model.h5", "eval_results.json", "checkpoint-40.h5"})
+        EXPECT_TRUE(fs::exists(run / file)) << file;
+    EXPECT_EQ(list_checkpoints(run.string()).size(), 2u);  // save_total_limit's default
+    // Records: a loss line every logging step plus the last, an eval line every eval step.
+    int losses = 0, evals = 0;
+    for (const nlohmann::json& r : records(run)) {
+        losses += r.contains("loss");
+        evals += r.contains("eval_accuracy");
+    }
+    EXPECT_EQ(losses, 14);
+    EXPECT_EQ(evals, 2);
+    // The written config reloads to the same run, and model.h5 evaluates to eval_results.json.
+    RunConfig again = load_run_config((run / "config.json").string());
+    EXPECT_EQ(run_config_to_json(again), run_config_to_json(parse(raw)));
+    std::unique_ptr<Task> fresh = make_task(again, {false, true});
+    load_model_weights(fresh->model(), (run / "model.h5").string());
+    nlohmann::json saved;
+    std::ifstream(run / "eval_results.json") >> saved;
+    EXPECT_EQ(fresh->evaluate(16), saved);
+}
+
+// The first update uses lr(0) = 0 (warmup), then HF's linear warmup and decay:
+// lr(s) = base · s/2 for s < 2, else base · (12 − s)/10.
+TEST(Trainer, LogsTheScheduledLearningRate) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    train_config(tiny_config(dir, "run"));
+    for (const nlohmann::json& r : records(dir.path() / "run")) {
+        if (!r.contains("learning_rate")) continue;
+        const int64_t s = r["step"].get<int64_t>() - 1;  // updates done before the logged one
+        const double expected = s < 2 ? 1e-2 * s / 2 : 1e-2 * (12 - s) / 10.0;
+        EXPECT_NEAR(r["learning_rate"].get<double>(), expected, 1e-12) << r.dump();
+    }
+}
+
+TEST(Trainer, StoppedAndResumedRunIsBitIdentical) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "straight");
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;  // resume must restore the dropout stream
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+
+    raw["training"]["output_dir"] = (dir.path() / "stopped").string();
+    TrainOutcome first = train_config(raw, 7);  // stops after step 7: between saves and logs
+    EXPECT_EQ(first.status, TrainStatus::interrupted);
+    EXPECT_EQ(first.step, 7);
+    EXPECT_TRUE(fs::exists(dir.path() / "stopped" / "checkpoint-7.h5"));
+    TrainOutcome second = train_config(raw);
+    EXPECT_EQ(second.status, TrainStatus::finished);
+    expect_same_weights(dir.path() / "straight" / "model.h5", dir.path() / "stopped" / "model.h5");
+    EXPECT_EQ(records(dir.path() / "straight"), records(dir.path() / "stopped"));
+}
+
+TEST(Trainer, NanLossStopsAndKeepsTheLastCheckpoint) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    TrainOutcome outcome = train_config(tiny_config(dir, "run"), 6, MeddlingTask::Action::nan);
+    EXPECT_EQ(outcome.status, TrainStatus::diverged);
+    EXPECT_EQ(outcome.step, 5);
+    EXPECT_NE(outcome.message.find("step 6: the loss is nan"), std::string::npos) << outcome.message;
+    EXPECT_NE(outcome.message.find("checkpoint-4.h5"), std::string::npos) << outcome.message;
+    const fs::path run = dir.path() / "run";
+    EXPECT_EQ(list_checkpoints(run.string()), std::vector<std::string>{(run / "checkpoint-4.h5").string()});
+    EXPECT_EQ(load_checkpoint((run / "checkpoint-4.h5").string()).state.step, 4);
+    EXPECT_FALSE(fs::exists(run / "model.h5"));
+    for (const nlohmann::json& r : records(run)) EXPECT_LE(r["step"].get<int64_t>(), 5);
+}
+
+TEST(Trainer, RefusesToResumeUnderAChangedConfig) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    ASSERT_EQ(train_config(raw, 5).status, TrainStatus::interrupted);
+    raw["training"]["learning_rate"] = 2e-2;
+    try {
+        train_config(raw);
+        FAIL() << "resumed under a different learning rate";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("/training/learning_rate"), std::string::npos) << e.what();
+    }
+    raw["training"]["logging_steps"] = 1;  // reporting keys may change
+    raw["training"]["learning_rate"] = 1e-2;
+    EXPECT_EQ(train_config(raw).status, TrainStatus::finished);
+}
+
+TEST(Trainer, BestMetricDirection) {
+    TrainingSettings t;
+    EXPECT_TRUE(is_improvement(t, "accuracy", 0.9, 0.8));
+    EXPECT_TRUE(is_improvement(t, "eval_loss", 0.3, 0.4));
+    EXPECT_FALSE(is_improvement(t, "eval_loss", 0.4, 0.3));
+    t.greater_is_better = true;
+    EXPECT_TRUE(is_improvement(t, "eval_loss", 0.4, 0.3));
+    t.num_train_epochs = 2.5;
+    EXPECT_EQ(total_train_steps(t, 8), 20);
+    t.max_steps = 3;
+    EXPECT_EQ(total_train_steps(t, 8), 3);
+}
+
+// SIGKILL at two moments of one run, each followed by a resume: the end equals a run never killed.
+TEST(Trainer, KilledRunResumesBitIdentical) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "straight");
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
+    raw["training"]["max_steps"] = 300;
+    raw["training"]["save_steps"] = 10;
+    raw["training"]["eval_steps"] = 50;
+    raw["training"]["logging_steps"] = 7;
+    Process straight = run_qdqtrain("train " + write_config(dir, "straight.json", raw));
+    ASSERT_EQ(straight.status, 0) << straight.output;
+
+    raw["training"]["output_dir"] = (dir.path() / "killed").string();
+    const std::string config = write_config(dir, "killed.json", raw);
+    const fs::path run = dir.path() / "killed";
+    for (int64_t kill_after : {30, 150}) {
+        pid_t pid;
+        const std::string binary = QDQTRAIN_PATH;
+        std::vector<std::string> args = {binary, "train", config};
+        std::vector<char*> argv;
+        for (std::string& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ASSERT_EQ(posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!fs::exists(run / checkpoint_name(kill_after)) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        kill(pid, SIGKILL);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed";
+    }
+    Process resumed = run_qdqtrain("train " + config);
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("resuming"), std::string::npos);
+    expect_same_weights(dir.path() / "straight" / "model.h5", run / "model.h5");
+    EXPECT_EQ(records(dir.path() / "straight"), records(run));
+}
+
+TEST(Cli, ExitCodesAndErrorsNameTheKey) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    raw["training"]["lerning_rate"] = 1e-3;
+    Process typo = run_qdqtrain("train " + write_config(dir, "typo.json", raw));
+    EXPECT_EQ(typo.status, 2);
+    EXPECT_NE(typo.output.find("training.lerning_rate"), std::string::npos) << typo.output;
+
+    raw["training"].erase("lerning_rate");
+    const std::string good = write_config(dir, "good.json", raw);
+    Process bad_set = run_qdqtrain("train " + good + " --set training.max_steps=\\\"many\\\"");
+    EXPECT_EQ(bad_set.status, 2);
+    EXPECT_NE(bad_set.output.find("training.max_steps"), std::string::npos) << bad_set.output;
+    EXPECT_EQ(run_qdqtrain("train " + good + " --frobnicate").status, 2);
+    EXPECT_EQ(run_qdqtrain("eval " + good).status, 2);  // --checkpoint is required
+    for (const char* command : {"train", "eval", "predict"}) {
+        Process help = run_qdqtrain(std::string(command) + " --help");
+        EXPECT_EQ(help.status, 0);
+        EXPECT_NE(help.output.find(std::string("usage: qdqtrain ") + command), std::string::npos);
+    }
+
+    Process trained = run_qdqtrain("train " + good + " --set training.max_steps=30");
+    ASSERT_EQ(trained.status, 0) << trained.output;
+    const std::string model = (dir.path() / "run" / "model.h5").string();
+    Process missing = run_qdqtrain("eval " + good + " --checkpoint " + model + ".missing");
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_NE(missing.output.find("model.h5.missing"), std::string::npos) << missing.output;
+
+    const std::string metrics = (dir.path() / "metrics.json").string();
+    ASSERT_EQ(run_qdqtrain("eval " + good + " --checkpoint " + model + " --out " + metrics).status, 0);
+    nlohmann::json evaluated, saved;
+    std::ifstream(metrics) >> evaluated;
+    std::ifstream(dir.path() / "run" / "eval_results.json") >> saved;
+    EXPECT_EQ(evaluated, saved);
+
+    Process predicted = run_qdqtrain("predict " + good + " --checkpoint " + model + " --input " +
+                                     (dir.path() / "eval.tsv").string());
+    ASSERT_EQ(predicted.status, 0) << predicted.output;
+    nlohmann::json predictions = nlohmann::json::parse(predicted.output);
+    ASSERT_EQ(predictions.size(), 32u);
+    int correct = 0;
+    std::ifstream eval(dir.path() / "eval.tsv");
+    std::string line;
+    std::getline(eval, line);
+    for (const nlohmann::json& p : predictions) {
+        std::getline(eval, line);
+        correct += p["label"].get<int>() == line.back() - '0';
+        const std::vector<float> probabilities = p["probabilities"];
+        EXPECT_NEAR(probabilities[0] + probabilities[1], 1.0, 1e-6);
+    }
+    EXPECT_NEAR(correct / 32.0, saved["accuracy"].get<double>(), 1e-12);
+}

@@ -1,0 +1,242 @@
+#include "trainers/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/tape.h"
+#include "data/loader.h"
+#include "nn/pretrained.h"
+#include "nn/state_dict.h"
+#include "optim/adamw.h"
+#include "optim/clip_grad.h"
+#include "optim/schedule.h"
+#include "optim/state.h"
+#include "trainers/checkpoint.h"
+#include "trainers/run_log.h"
+
+namespace qdq {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile std::sig_atomic_t stop_requested = 0;
+
+// Keys that may change between a run and its resumption: where and how often it reports, and
+// where the data files sit (compared by file name, so a run moves between machines).
+const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", "save_steps",
+                                   "save_total_limit", "per_device_eval_batch_size", "load_best_model_at_end",
+                                   "metric_for_best_model", "greater_is_better"};
+
+nlohmann::json comparable(nlohmann::json config) {
+    for (const char* key : kFreeTrainingKeys) config["training"].erase(key);
+    nlohmann::json& data = config["data"];
+    data.erase("data_dir");
+    data.erase("eval_files");
+    data.erase("max_eval_examples");
+    for (auto& f : data["train_files"]) f = fs::path(f.get<std::string>()).filename().string();
+    data["vocab"] = fs::path(data["vocab"].get<std::string>()).filename().string();
+    config["model"].erase("init");  // the checkpoint's weights replace it
+    return config;
+}
+
+void check_resumable(const nlohmann::json& saved, const nlohmann::json& current, const std::string& checkpoint) {
+    nlohmann::json diff = nlohmann::json::diff(comparable(saved), comparable(current));
+    if (diff.empty()) return;
+    std::string where = diff[0].value("path", "?");
+    throw std::runtime_error(checkpoint + ": was written by a run with a different config (" + where +
+                             "); resuming would not give the run either config describes. Use a new "
+                             "training.output_dir, or --no-resume to start over in this one");
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+double now_seconds() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+NamedTensors parameters_of(const std::vector<ParamGroup>& groups) {
+    NamedTensors all;
+    for (const ParamGroup& g : groups) all.insert(all.end(), g.params.begin(), g.params.end());
+    return all;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+    std::ofstream out(path, std::ios::trunc);
+    out << j.dump(2) << '\n';
+    if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+}  // namespace
+
+void request_stop() { stop_requested = 1; }
+
+int64_t total_train_steps(const TrainingSettings& t, int64_t batches_per_epoch) {
+    if (t.max_steps > 0) return t.max_steps;
+    return (int64_t)std::ceil(t.num_train_epochs * (double)batches_per_epoch);
+}
+
+bool is_improvement(const TrainingSettings& t, const std::string& metric, double value, double best) {
+    bool greater = t.greater_is_better.value_or(!ends_with(metric, "loss"));
+    return greater ? value > best : value < best;
+}
+
+TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options) {
+    const TrainingSettings& t = config.training;
+    const std::string out_dir = t.output_dir;
+    fs::create_directories(out_dir);
+    const nlohmann::json resolved = run_config_to_json(config);
+    nn::Module& model = task.model();
+
+    std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), t.weight_decay);
+    AdamW optimizer = make_adamw(groups, {t.adam_beta1, t.adam_beta2, t.adam_epsilon});
+    LoaderOptions loader_options;
+    loader_options.batch_size = t.per_device_train_batch_size;
+    loader_options.seed = t.seed;
+    loader_options.group_by_length = t.group_by_length;
+    if (task.train_size() == 0) throw std::runtime_error(config.source + ": the training set is empty");
+    BatchLoader loader(task.train_size(), loader_options,
+                       t.group_by_length ? task.train_lengths() : std::vector<int32_t>{});
+    const int64_t steps_per_epoch = loader.batches_per_epoch();
+    const int64_t total_steps = total_train_steps(t, steps_per_epoch);
+    ScheduleOptions schedule;
+    from_json({{"name", t.lr_scheduler_type}, {"base_lr", t.learning_rate}, {"warmup_steps", t.warmup_steps},
+               {"warmup_ratio", t.warmup_ratio}, {"total_steps", total_steps}},
+              schedule);
+    const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
+
+    TrainerState state;
+    Rng data_rng(t.seed ^ 0x6461746172616e64ull);  // its own stream, apart from init and dropout
+    std::vector<std::string> existing = list_checkpoints(out_dir);
+    if (options.resume && !existing.empty()) {
+        Checkpoint c = load_checkpoint(existing.back());
+        check_resumable(c.config, resolved, existing.back());
+        nn::LoadReport report = nn::load_state_dict(model, c.model, existing.back());
+        if (!report.missing.empty() || !report.unexpected.empty())
+            throw std::runtime_error(existing.back() + ": does not fit the model: " + report.summary());
+        load_state(optimizer.state, c.optimizer, existing.back());
+        state = c.state;
+        task.dropout_rng().state = state.dropout_rng;
+        data_rng.state = state.data_rng;
+        loader.seek(state.loader);
+    } else if (!options.resume) {
+        for (const std::string& path : existing) fs::remove(path);
+    }
+    for (const auto& entry : fs::directory_iterator(out_dir))  // left by a run killed mid-write
+        if (entry.path().extension() == ".tmp") fs::remove(entry.path());
+    write_json(out_dir + "/config.json", resolved);
+    RunLog log(out_dir + "/metrics.jsonl", state.step, total_steps, options.progress_bar);
+    if (state.step > 0)
+        log.note("resuming " + out_dir + " at step " + std::to_string(state.step) + " of " + std::to_string(total_steps));
+
+    double start = now_seconds() - state.seconds;
+    const double run_start = now_seconds();
+    const int64_t first_step = state.step;
+    int64_t last_saved = state.step, last_evaluated = -1;
+    nlohmann::json last_metrics;
+
+    auto epoch_now = [&] { return (double)state.step / (double)steps_per_epoch; };
+    auto save = [&] {
+        state.dropout_rng = task.dropout_rng().state;
+        state.data_rng = data_rng.state;
+        state.loader = loader.position();
+        state.seconds = now_seconds() - start;
+        Checkpoint c{model.state_dict(), optimizer.state, state, resolved};
+        save_checkpoint(out_dir + "/" + checkpoint_name(state.step), c);
+        prune_checkpoints(out_dir, t.save_total_limit, t.load_best_model_at_end ? state.best_checkpoint : "");
+        last_saved = state.step;
+    };
+    // Returns true when this evaluation is the best so far.
+    auto evaluate = [&] {
+        last_metrics = task.evaluate(t.per_device_eval_batch_size);
+        last_evaluated = state.step;
+        nlohmann::json record = {{"step", state.step}, {"epoch", epoch_now()}};
+        for (const auto& [key, value] : last_metrics.items())
+            record[key.rfind("eval_", 0) == 0 ? key : "eval_" + key] = value;
+        log.write(record);
+        if (!last_metrics.contains(metric))
+            throw std::runtime_error(config.source + ": training.metric_for_best_model '" + metric +
+                                     "' is not a metric of this task: " + last_metrics.dump());
+        double value = last_metrics[metric].get<double>();
+        if (state.best_metric && !is_improvement(t, metric, value, *state.best_metric)) return false;
+        state.best_metric = value;
+        state.best_checkpoint = checkpoint_name(state.step);
+        return true;
+    };
+
+    const NamedTensors params = parameters_of(groups);
+    std::vector<int64_t> batch;
+    while (state.step < total_steps) {
+        if (stop_requested) {
+            stop_requested = 0;  // honoured: a later train() in this process starts afresh
+            if (last_saved != state.step) save();
+            log.note("stopped at step " + std::to_string(state.step) + "; the checkpoint there resumes the run");
+            return {TrainStatus::interrupted, state.step, last_metrics, "interrupted"};
+        }
+        if (!loader.next(batch)) continue;  // the epoch's end: the loader moves to the next one
+        model.train();
+        Tensor loss = task.train_loss(batch, data_rng);
+        const double loss_value = loss.item();
+        std::string bad;
+        double grad_norm = 0;
+        if (std::isfinite(loss_value)) {
+            backward(loss);
+            grad_norm = clip_grad_norm(groups, t.max_grad_norm > 0 ? t.max_grad_norm : INFINITY);
+            if (!std::isfinite(grad_norm)) bad = "the gradient norm is " + std::to_string(grad_norm);
+        } else {
+            clear_tape();
+            bad = "the loss is " + std::to_string(loss_value);
+        }
+        if (!bad.empty()) {
+            std::string kept = last_saved > 0 ? out_dir + "/" + checkpoint_name(last_saved) : "none was written";
+            std::string message = "training diverged at step " + std::to_string(state.step + 1) + ": " + bad +
+                                  "; nothing was saved after it (last checkpoint: " + kept + ")";
+            log.note(message);
+            return {TrainStatus::diverged, state.step, last_metrics, message};
+        }
+        const double lr = learning_rate(schedule, state.step);
+        adamw_step(optimizer, lr);
+        for (NamedTensor p : params) p.tensor.zero_grad();
+        ++state.step;
+        state.log_loss_sum += loss_value;
+        ++state.log_steps;
+
+        const double rate = (double)(state.step - first_step) / std::max(1e-9, now_seconds() - run_start);
+        log.progress(state.step, loss_value, rate);
+        if (state.step % t.logging_steps == 0 || state.step == total_steps) {
+            log.write({{"step", state.step}, {"epoch", epoch_now()},
+                       {"loss", state.log_loss_sum / (double)state.log_steps}, {"learning_rate", lr},
+                       {"grad_norm", grad_norm}, {"seconds", now_seconds() - start}});
+            state.log_loss_sum = 0;
+            state.log_steps = 0;
+        }
+        const bool epoch_done = loader.position().index >= loader.size();
+        const bool last = state.step == total_steps;
+        bool best = false;
+        if ((t.eval_steps > 0 ? state.step % t.eval_steps == 0 : epoch_done) || last) best = evaluate();
+        if ((t.save_steps > 0 ? state.step % t.save_steps == 0 : epoch_done) || last || (best && t.load_best_model_at_end))
+            save();
+    }
+    if (last_evaluated != state.step) evaluate();  // a resumed run that was already complete
+
+    std::string final_weights = out_dir + "/" + checkpoint_name(state.step);
+    if (t.load_best_model_at_end && !state.best_checkpoint.empty() &&
+        state.best_checkpoint != checkpoint_name(state.step)) {
+        final_weights = out_dir + "/" + state.best_checkpoint;
+        nn::load_state_dict(model, load_checkpoint(final_weights).model, final_weights);
+        last_metrics = task.evaluate(t.per_device_eval_batch_size);
+        log.note("loaded the best model (" + state.best_checkpoint + ", " + metric + " " +
+                 std::to_string(*state.best_metric) + ")");
+    }
+    nn::save_hdf5(model, task.model_config(), out_dir + "/model.h5");
+    write_json(out_dir + "/eval_results.json", last_metrics);
+    return {TrainStatus::finished, state.step, last_metrics, ""};
+}
+
+}  // namespace qdq

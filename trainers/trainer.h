@@ -1,0 +1,58 @@
+// The training loop, as Hugging Face's Trainer runs it: per step forward, loss, backward, clip
+// by global norm, AdamW at the schedule's rate; logs every logging_steps; evaluation every
+// eval_steps (or at each epoch's end) with the task's metrics; checkpoints every save_steps (or
+// at each epoch's end), keeping the last save_total_limit and the best one.
+//
+// Everything the rest of the run depends on is in the checkpoint: weights, AdamW moments, the
+// step (the schedule is a function of it), the dropout and data RNG states, the data loader's
+// position and the logging window. A run resumed from its newest checkpoint therefore computes
+// the same numbers as the run that never stopped, bit for bit, on the same machine and threads.
+//
+// Output directory: config.json (the resolved config), metrics.jsonl, checkpoint-<step>.h5,
+// and at the end model.h5 (the final weights, or the best ones with load_best_model_at_end)
+// and eval_results.json (that model's metrics).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trainers/run_config.h"
+#include "trainers/task.h"
+
+namespace qdq {
+
+enum class TrainStatus {
+    finished,
+    diverged,     // a loss or gradient norm was NaN or infinite; nothing was saved after it
+    interrupted,  // request_stop(): a checkpoint of the last completed step was written
+};
+
+struct TrainOutcome {
+    TrainStatus status = TrainStatus::finished;
+    int64_t step = 0;
+    nlohmann::json metrics;  // the final evaluation (finished runs with an eval set)
+    std::string message;     // why a run did not finish
+};
+
+struct TrainOptions {
+    bool resume = true;         // continue from the newest checkpoint in the output directory
+    bool progress_bar = false;  // redraw a bar on stderr (for a terminal)
+};
+
+TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options = {});
+
+// Async-signal-safe: asks the loop to stop after the current step and save a checkpoint
+// (SIGINT and SIGTERM handlers call it).
+void request_stop();
+
+// The update steps of a run: max_steps when positive, else ceil(epochs × batches per epoch),
+// as HF's Trainer counts them.
+int64_t total_train_steps(const TrainingSettings& training, int64_t batches_per_epoch);
+
+// Whether `metric` improves on `best`: greater_is_better when the config sets it, else lower is
+// better for names ending in "loss" and higher for the rest (HF's rule).
+bool is_improvement(const TrainingSettings& training, const std::string& metric, double value, double best);
+
+}  // namespace qdq
