@@ -15,46 +15,18 @@
 
 #include "io/hdf5_weights.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
 #include "trainers/trainer.h"
 
 extern char** environ;
 
 using namespace qdq;
+using qdq::testing::tiny_config;
+using qdq::testing::write_task_files;
 namespace fs = std::filesystem;
 
 namespace {
-
-// "good"/"bad" decide the label; the filler words are noise around them.
-void write_task_files(const qdq::testing::TempDir& dir) {
-    dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ngood\nbad\nthe\nfilm\nwas\nplot\nacting\nquite\n");
-    const char* filler[] = {"the film was", "the plot was quite", "acting was", "the acting", "film"};
-    for (const char* name : {"train.tsv", "eval.tsv"}) {
-        std::string rows = "sentence\tlabel\n";
-        const int n = std::string(name) == "train.tsv" ? 64 : 32;
-        for (int i = 0; i < n; ++i) {
-            const bool positive = (i * 7 + (name[0] == 't')) % 2 == 0;
-            rows += std::string(filler[i % 5]) + (positive ? " good" : " bad") + (i % 3 ? " the film" : "") + "\t" +
-                    (positive ? "1" : "0") + "\n";
-        }
-        dir.write(name, rows);
-    }
-}
-
-nlohmann::json tiny_config(const qdq::testing::TempDir& dir, const std::string& out) {
-    return {{"model",
-             {{"config",
-               {{"vocab_size", 13}, {"hidden_size", 16}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-                {"intermediate_size", 32}, {"max_position_embeddings", 32}}}}},
-            {"data",
-             {{"dataset", "sst2"}, {"data_dir", dir.path().string()}, {"vocab", "vocab.txt"},
-              {"train_files", "train.tsv"}, {"eval_files", "eval.tsv"}, {"max_seq_length", 16}}},
-            {"training",
-             {{"output_dir", (dir.path() / out).string()}, {"seed", 7}, {"per_device_train_batch_size", 8},
-              {"per_device_eval_batch_size", 16}, {"max_steps", 12}, {"learning_rate", 1e-2},
-              {"weight_decay", 0.01}, {"warmup_steps", 2}, {"logging_steps", 3}, {"eval_steps", 5},
-              {"save_steps", 4}}}};
-}
 
 RunConfig parse(const nlohmann::json& raw) { return parse_run_config(raw, "test.json", "."); }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "autograd/gemm.h"
 #include "cuda/backend.h"
 #include "trainers/checkpoint.h"
+#include "trainers/sweep.h"
 #include "trainers/trainer.h"
 
 namespace {
@@ -34,6 +36,7 @@ const char* kUsage =
     "  train CONFIG      fine-tune or pretrain as the config says; resumes an interrupted run\n"
     "  eval CONFIG       evaluate a checkpoint on the config's eval set\n"
     "  predict CONFIG    write predictions for a file (class labels, or SQuAD answers)\n"
+    "  sweep SWEEP       run a grid or random search over config keys, one run directory each\n"
     "\n"
     "options:\n"
     "  --version         print the version, the GEMM backend and the CUDA status\n"
@@ -147,6 +150,66 @@ bool contains(const std::vector<std::string>& list, const std::string& s) {
     return std::find(list.begin(), list.end(), s) != list.end();
 }
 
+const char* kSweepUsage = "usage: qdqtrain sweep SWEEP.json [--parallel N] [--slurm FILE] [--results]\n";
+const char* kSweepHelp =
+    "Runs every run of the sweep that has not finished (an interrupted one resumes), then\n"
+    "writes results.json and results.md (runs sorted by the sweep's metric) into its output_dir.\n"
+    "The sweep file's format is described in trainers/sweep.h.\n"
+    "\n"
+    "  --parallel N      runs at a time on this machine (overrides the file's \"parallel\")\n"
+    "  --slurm FILE      write a Slurm job-array script (one array task per run) and run nothing\n"
+    "  --results         only collect the results table of the runs done so far\n";
+
+int run_sweep_command(int argc, char** argv) {
+    std::string path, slurm;
+    int parallel = 0;
+    bool results_only = false;
+    for (int i = 2; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            std::printf("%s\n%s", kSweepUsage, kSweepHelp);
+            return 0;
+        }
+        if (arg == "--parallel" || arg == "--slurm") {
+            if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+            std::string value = argv[++i];
+            if (arg == "--slurm") slurm = value;
+            else if ((parallel = std::atoi(value.c_str())) < 1) throw UsageError("--parallel needs a positive number");
+        } else if (arg == "--results") {
+            results_only = true;
+        } else if (arg.rfind("-", 0) == 0 || !path.empty()) {
+            throw UsageError("unexpected argument " + arg);
+        } else {
+            path = arg;
+        }
+    }
+    if (path.empty()) throw UsageError("missing SWEEP.json");
+    qdq::Sweep sweep;
+    try {
+        sweep = qdq::load_sweep(path);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "qdqtrain sweep: %s\n", e.what());
+        return 2;
+    }
+    if (parallel > 0) sweep.parallel = parallel;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    if (!slurm.empty()) {
+        std::ofstream out(slurm, std::ios::trunc);
+        out << qdq::slurm_script(sweep, self);
+        if (!out) throw std::runtime_error(slurm + ": cannot write");
+        std::printf("wrote %s: %zu array tasks; submit it with sbatch\n", slurm.c_str(), sweep.runs.size());
+        return 0;
+    }
+    const int failed = results_only ? 0 : qdq::run_sweep(sweep, self);
+    const nlohmann::json results = qdq::sweep_results(sweep);
+    const std::string table = qdq::sweep_table(sweep, results);
+    std::filesystem::create_directories(sweep.output_dir);
+    std::ofstream(sweep.output_dir + "/results.json") << results.dump(2) << '\n';
+    std::ofstream(sweep.output_dir + "/results.md") << table;
+    std::printf("\n%s", table.c_str());
+    return failed ? 1 : 0;
+}
+
 int run_command(const std::string& name, const Command& command, int argc, char** argv) {
     std::string config_path;
     std::vector<std::string> overrides;
@@ -200,6 +263,14 @@ int main(int argc, char** argv) {
             std::printf("gemm: %s\n", qdq::gemm_backend_description().c_str());
             std::printf("cuda: %s\n", qdq::cuda::device_description().c_str());
             return 0;
+        }
+        if (name == "sweep") {
+            try {
+                return run_sweep_command(argc, argv);
+            } catch (const UsageError& e) {
+                std::fprintf(stderr, "qdqtrain sweep: %s\n%s", e.what(), kSweepUsage);
+                return 2;
+            }
         }
         auto found = commands().find(name);
         if (found == commands().end()) {

@@ -1,0 +1,148 @@
+// Sweeps: grid and random expansion, errors naming the key, a real sweep of four tiny runs two
+// at a time through the qdqtrain binary (then skipped when run again), the results table and the
+// Slurm script (checked by bash -n).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <fstream>
+
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
+#include "trainers/sweep.h"
+
+using namespace qdq;
+using qdq::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write_sweep(const TempDir& dir, nlohmann::json sweep) {
+    dir.write("base.json", qdq::testing::tiny_config(dir, "unused").dump(2));
+    sweep["config"] = "base.json";
+    if (!sweep.contains("output_dir")) sweep["output_dir"] = (dir.path() / "sweep").string();
+    return dir.write("sweep.json", sweep.dump(2));
+}
+
+std::string error_of(const std::string& path) {
+    try {
+        load_sweep(path);
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+std::string run(const std::string& command, int& status) {
+    std::string output;
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+    int raw = pclose(pipe);
+    status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return output;
+}
+
+}  // namespace
+
+TEST(Sweep, GridIsTheProductLastKeyFastest) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    Sweep s = load_sweep(write_sweep(
+        dir, {{"grid", {{"training.learning_rate", {1e-3, 1e-2}}, {"training.seed", {1, 2, 3}}}}}));
+    ASSERT_EQ(s.runs.size(), 6u);
+    EXPECT_EQ(s.runs[0].values, (nlohmann::json{{"training.learning_rate", 1e-3}, {"training.seed", 1}}));
+    EXPECT_EQ(s.runs[1].values, (nlohmann::json{{"training.learning_rate", 1e-3}, {"training.seed", 2}}));
+    EXPECT_EQ(s.runs[5].values, (nlohmann::json{{"training.learning_rate", 1e-2}, {"training.seed", 3}}));
+    EXPECT_EQ(s.runs[4].dir, (dir.path() / "sweep" / "run-004").string());
+    EXPECT_EQ(s.runs[4].overrides.back(), "training.output_dir=\"" + s.runs[4].dir + "\"");
+    EXPECT_EQ(s.metric, "accuracy");
+    EXPECT_TRUE(s.greater_is_better);
+}
+
+TEST(Sweep, RandomDrawsAreReproducibleAndInRange) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    const nlohmann::json random = {{"count", 20}, {"seed", 5},
+                                   {"space", {{"training.learning_rate", {{"log_uniform", {1e-5, 1e-3}}}},
+                                              {"training.seed", {{"choice", {1, 2}}}},
+                                              {"training.warmup_ratio", {{"uniform", {0, 0.2}}}}}}};
+    const std::string path = write_sweep(dir, {{"random", random}, {"metric", "eval_loss"}});
+    Sweep a = load_sweep(path), b = load_sweep(path);
+    ASSERT_EQ(a.runs.size(), 20u);
+    EXPECT_FALSE(a.greater_is_better);
+    std::set<int> seeds;
+    for (size_t i = 0; i < a.runs.size(); ++i) {
+        EXPECT_EQ(a.runs[i].values, b.runs[i].values);
+        const double lr = a.runs[i].values["training.learning_rate"];
+        EXPECT_GE(lr, 1e-5);
+        EXPECT_LE(lr, 1e-3);
+        const double warmup = a.runs[i].values["training.warmup_ratio"];
+        EXPECT_GE(warmup, 0);
+        EXPECT_LE(warmup, 0.2);
+        seeds.insert(a.runs[i].values["training.seed"].get<int>());
+    }
+    EXPECT_EQ(seeds, (std::set<int>{1, 2}));
+}
+
+TEST(Sweep, ErrorsNameTheKey) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    EXPECT_NE(error_of(write_sweep(dir, {{"grid", {{"training.seed", nlohmann::json::array()}}}})).find("grid.training.seed"),
+              std::string::npos);
+    EXPECT_NE(error_of(write_sweep(dir, {{"gird", {{"training.seed", {1}}}}})).find("'gird'"), std::string::npos);
+    EXPECT_NE(error_of(write_sweep(dir, {})).find("no runs"), std::string::npos);
+    EXPECT_NE(error_of(write_sweep(dir, {{"random", {{"count", 2}, {"space", {{"training.seed", {{"normal", {0, 1}}}}}}}}}))
+                  .find("random.space.training.seed"),
+              std::string::npos);
+    nlohmann::json sweep = {{"grid", {{"training.seed", {1}}}}, {"config", "missing.json"},
+                            {"output_dir", "x"}};
+    EXPECT_NE(error_of(dir.write("bad.json", sweep.dump())).find("'config' names a missing file"), std::string::npos);
+}
+
+TEST(Sweep, RunsInParallelSkipsFinishedRunsAndSortsResults) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    const std::string path = write_sweep(
+        dir, {{"grid", {{"training.learning_rate", {1e-4, 2e-2}}, {"training.seed", {1, 2}}}}, {"parallel", 2}});
+    int status = 0;
+    std::string output = run(std::string(QDQTRAIN_PATH) + " sweep " + path, status);
+    ASSERT_EQ(status, 0) << output;
+    Sweep sweep = load_sweep(path);
+    nlohmann::json results = sweep_results(sweep);
+    ASSERT_EQ(results.size(), 4u);
+    for (size_t i = 0; i + 1 < results.size(); ++i)
+        EXPECT_GE(results[i]["metrics"]["accuracy"].get<double>(), results[i + 1]["metrics"]["accuracy"].get<double>());
+    // Each run is the run `train` would make with the same overrides: its config says so.
+    nlohmann::json config;
+    std::ifstream(fs::path(sweep.runs[3].dir) / "config.json") >> config;
+    EXPECT_EQ(config["training"]["learning_rate"], 2e-2);
+    EXPECT_EQ(config["training"]["seed"], 2);
+    std::string table;
+    std::getline(std::ifstream(dir.path() / "sweep" / "results.md"), table, '\0');
+    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 6);  // header, rule, 4 runs
+    EXPECT_NE(table.find("| run | training.learning_rate | training.seed | accuracy |"), std::string::npos) << table;
+
+    output = run(std::string(QDQTRAIN_PATH) + " sweep " + path, status);
+    EXPECT_EQ(status, 0);
+    EXPECT_EQ(output.find("start"), std::string::npos) << output;
+    EXPECT_NE(output.find("skip   " + sweep.runs[0].dir + " (finished)"), std::string::npos) << output;
+
+    // Changing the sweep under existing run directories is refused.
+    write_sweep(dir, {{"grid", {{"training.learning_rate", {3e-4, 2e-2}}, {"training.seed", {1, 2}}}}});
+    EXPECT_NE(error_of(path).find("made for other values"), std::string::npos);
+}
+
+TEST(Sweep, SlurmScriptIsValidBash) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    Sweep sweep = load_sweep(write_sweep(dir, {{"grid", {{"training.seed", {1, 2, 3}}}}}));
+    const std::string script = slurm_script(sweep, "/opt/qdq tools/qdqtrain");
+    EXPECT_NE(script.find("#SBATCH --array=0-2\n"), std::string::npos);
+    EXPECT_NE(script.find("'/opt/qdq tools/qdqtrain'"), std::string::npos);
+    EXPECT_NE(script.find(sweep.runs[2].dir), std::string::npos);
+    const std::string file = dir.write("sweep.sbatch", script);
+    int status = 0;
+    std::string output = run("bash -n " + file, status);
+    EXPECT_EQ(status, 0) << output;
+}

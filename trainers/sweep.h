@@ -1,0 +1,60 @@
+// Hyperparameter sweeps: one run config, many variations of it, each run in its own directory.
+//
+// SWEEP.json:
+//   {"config": "imdb.json",             base run config, relative to the sweep file
+//    "output_dir": "runs/sweep",        run directories go in here: run-000, run-001, ...
+//    "command": "train",                the qdqtrain command each run executes
+//    "grid": {"training.learning_rate": [1e-4, 3e-4], "training.seed": [1, 2]},
+//    "random": {"count": 6, "seed": 0,  and/or random draws (after the grid's product):
+//               "space": {"training.learning_rate": {"log_uniform": [1e-5, 1e-3]},
+//                         "training.warmup_ratio": {"uniform": [0, 0.2]},
+//                         "training.seed": {"choice": [1, 2, 3]}}},
+//    "metric": "accuracy",              the results table is sorted by it (from eval_results.json)
+//    "greater_is_better": true,         default: false for names ending in "loss"
+//    "parallel": 1}                     runs at a time on this machine
+// Keys are dotted config paths, applied as `--set key=value` (so they are checked as the config
+// file is). Each run's overrides are fixed when the sweep is expanded, and written to
+// <run dir>/sweep_run.json, so reruns of the sweep find the same runs in the same directories.
+// A run whose directory holds eval_results.json is done and skipped; one with checkpoints resumes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace qdq {
+
+struct SweepRun {
+    std::string dir;                     // output directory of this run
+    std::vector<std::string> overrides;  // "key=value" (value as JSON), training.output_dir last
+    nlohmann::json values;               // {key: value} of the swept keys
+};
+
+struct Sweep {
+    std::string config;  // resolved path of the base run config
+    std::string output_dir;
+    std::string command = "train";
+    std::string metric = "accuracy";
+    bool greater_is_better = true;
+    int parallel = 1;
+    std::vector<SweepRun> runs;
+};
+
+// Errors name the sweep file and key.
+Sweep load_sweep(const std::string& path);
+
+// Runs what is not done yet, `parallel` at a time (each with OMP_NUM_THREADS = cores/parallel),
+// logging each run's output to <run dir>/run.log. Returns how many runs failed.
+int run_sweep(const Sweep& sweep, const std::string& qdqtrain_binary);
+
+// A Slurm job-array script (one array task per run) that does what run_sweep does.
+std::string slurm_script(const Sweep& sweep, const std::string& qdqtrain_binary);
+
+// Every run's swept values and final metrics, sorted by the sweep's metric (runs without
+// results last), as JSON and as a Markdown table.
+nlohmann::json sweep_results(const Sweep& sweep);
+std::string sweep_table(const Sweep& sweep, const nlohmann::json& results);
+
+}  // namespace qdq
