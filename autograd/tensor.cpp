@@ -1,5 +1,7 @@
 #include "autograd/tensor.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -137,7 +139,7 @@ Tensor from_vector(const Shape& shape, const std::vector<float>& values) {
     check((int64_t)values.size() == shape_numel(shape),
           "from_vector: " + std::to_string(values.size()) + " values for shape " + shape_str(shape));
     Tensor t = empty(shape);
-    std::memcpy(t.f32(), values.data(), values.size() * sizeof(float));
+    std::copy(values.begin(), values.end(), t.f32());  // memcpy from an empty vector's null data is UB
     return t;
 }
 
@@ -145,7 +147,7 @@ Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values) {
     check((int64_t)values.size() == shape_numel(shape),
           "from_ints: " + std::to_string(values.size()) + " values for shape " + shape_str(shape));
     Tensor t = empty(shape, DType::I32);
-    std::memcpy(t.i32(), values.data(), values.size() * sizeof(int32_t));
+    std::copy(values.begin(), values.end(), t.i32());
     return t;
 }
 

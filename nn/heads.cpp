@@ -70,6 +70,23 @@ Tensor BertForMaskedLM::forward(const BertInputs& in) {
     return linear(h, bert.embeddings.word_embeddings.weight, decoder_bias);
 }
 
+MaskedLMLogits BertForMaskedLM::forward_masked(const BertInputs& in, const Tensor& labels) {
+    check(labels.defined() && labels.dtype() == DType::I32 && labels.shape() == in.input_ids.shape(),
+          "BertForMaskedLM::forward_masked: labels must be int32 of input_ids' shape");
+    std::vector<int32_t> rows, kept;
+    const int32_t* l = labels.i32();
+    for (int64_t i = 0; i < labels.numel(); ++i) {
+        if (l[i] == -100) continue;
+        rows.push_back((int32_t)i);
+        kept.push_back(l[i]);
+    }
+    Tensor hidden = bert.forward(in, dropout_rng);  // [B, T, C]
+    // embedding() is a row gather whose backward scatter-adds, here into the encoder's output.
+    Tensor picked = embedding(reshape(hidden, {-1, hidden.size(-1)}), from_ints({(int64_t)rows.size()}, rows));  // [M, C]
+    Tensor h = transform_norm.forward(gelu(transform.forward(picked)));
+    return {linear(h, bert.embeddings.word_embeddings.weight, decoder_bias), from_ints({(int64_t)kept.size()}, kept)};
+}
+
 Tensor BertForMaskedLM::loss(const Tensor& logits, const Tensor& labels) {
     int64_t V = logits.size(-1);
     return cross_entropy(reshape(logits, {-1, V}), reshape(labels, {-1}));

@@ -279,3 +279,46 @@ TEST(Bert, SafetensorsAndHdf5RoundTripsAreExact) {
             EXPECT_EQ(a[i].tensor.to_vector(), b[i].tensor.to_vector()) << path << " " << a[i].name;
     }
 }
+
+// The reference is the full forward, itself checked against PyTorch above: gathering the
+// labelled rows before the head changes only the order of float sums (GEMM blocking over M rows
+// instead of B*T, the decoder gradient summed without the zero rows), so both agree to float
+// rounding, 1e-5 relative.
+TEST(Bert, MaskedPositionLogitsGiveTheFullLossAndGradients) {
+    auto e = load_expected("mlm");
+    Rng init(1);
+    BertForMaskedLM model(fixture_config(), init);
+    load_fixture_weights(model, "mlm");
+    model.eval();
+    Tensor full_loss = BertForMaskedLM::loss(model.forward(inputs_from(e)), e["labels"]);
+    backward(full_loss);
+    std::map<std::string, Tensor> full_grads;
+    for (const NamedTensor& p : model.named_parameters()) {
+        full_grads[p.name] = p.tensor.grad().clone();
+        Tensor(p.tensor).zero_grad();  // a handle: drops the parameter's own gradient
+    }
+
+    MaskedLMLogits masked = model.forward_masked(inputs_from(e), e["labels"]);
+    std::vector<int32_t> labelled;
+    for (int64_t i = 0; i < e["labels"].numel(); ++i)
+        if (e["labels"].i32()[i] != -100) labelled.push_back(e["labels"].i32()[i]);
+    ASSERT_GT(labelled.size(), 1u);
+    ASSERT_LT((int64_t)labelled.size(), e["labels"].numel());  // else nothing is left out
+    EXPECT_EQ(masked.logits.shape(), (Shape{(int64_t)labelled.size(), fixture_config().vocab_size}));
+    EXPECT_EQ(std::vector<int32_t>(masked.labels.i32(), masked.labels.i32() + masked.labels.numel()), labelled);
+    Tensor loss = BertForMaskedLM::loss(masked.logits, masked.labels);
+    EXPECT_NEAR(loss.item(), full_loss.item(), 1e-5f * std::fabs(full_loss.item()));
+    backward(loss);
+    for (const NamedTensor& p : model.named_parameters()) {
+        ASSERT_TRUE(p.tensor.grad().defined()) << p.name << " received no gradient";
+        expect_close(p.tensor.grad(), full_grads[p.name], 1e-5f, 1e-6f * std::max(1.0f, max_abs(full_grads[p.name])),
+                     p.name.c_str());
+    }
+    // A short batch may have nothing masked: the step must still run, with loss 0.
+    MaskedLMLogits none = model.forward_masked(inputs_from(e), from_ints(e["labels"].shape(),
+                                                std::vector<int32_t>(e["labels"].numel(), -100)));
+    EXPECT_EQ(none.logits.shape(), (Shape{0, fixture_config().vocab_size}));
+    Tensor zero = BertForMaskedLM::loss(none.logits, none.labels);
+    EXPECT_EQ(zero.item(), 0.0f);
+    backward(zero);
+}

@@ -1,9 +1,149 @@
+// Masked-LM pretraining: BertForMaskedLM over corpus text packed into full-length sequences
+// (data/text_corpus.h), masked as Hugging Face's DataCollatorForLanguageModeling does
+// (data/mlm_masking.h), with the head run at the masked positions only
+// (BertForMaskedLM::forward_masked).
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <stdexcept>
+
+#include "autograd/tape.h"
+#include "data/loader.h"
+#include "data/mlm_masking.h"
+#include "data/text_corpus.h"
+#include "nn/heads.h"
+#include "trainers/checkpoint.h"
 #include "trainers/task.h"
 
 namespace qdq {
 
-std::unique_ptr<Task> make_mlm_task(const RunConfig& config, const TaskData&) {
-    throw std::runtime_error(config.source + ": data.task mlm is not built yet");
+namespace {
+
+std::vector<int32_t> lengths_of(const PackedSequences& packed) {
+    std::vector<int32_t> lengths((size_t)sequence_count(packed));
+    for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = sequence_length(packed, (int64_t)i);
+    return lengths;
+}
+
+class MlmTask : public Task {
+public:
+    MlmTask(const RunConfig& config, const TaskData& data)
+        : config_(config),
+          model_config_(task_model_config(config)),
+          init_rng_(config.training.seed),
+          model_(model_config_, init_rng_),
+          tokenizer_(task_tokenizer(config)),
+          masking_(mlm_masking(tokenizer_, config.data.mlm_probability)) {
+        if (!config.model.init.empty()) load_model_weights(model_, config.model.init);
+        // Random replacements and the vocab's ids index the word embeddings.
+        if (masking_.vocab_size > model_config_.vocab_size)
+            throw std::runtime_error(config.source + ": data.vocab " + config.data.vocab + " has " +
+                                     std::to_string(masking_.vocab_size) + " tokens, over the model's vocab_size " +
+                                     std::to_string(model_config_.vocab_size));
+        const DataSettings& d = config.data;
+        if (data.train) train_ = read_sequences("train_files", d.train_files, d.max_train_examples);
+        if (data.eval) eval_ = read_sequences("eval_files", d.eval_files, d.max_eval_examples);
+    }
+
+    nn::Module& model() override { return model_; }
+    const nn::BertConfig& model_config() const override { return model_config_; }
+    Rng& dropout_rng() override { return model_.dropout_rng; }
+    int64_t train_size() const override { return sequence_count(train_); }
+    std::vector<int32_t> train_lengths() const override { return lengths_of(train_); }
+
+    Tensor train_loss(const std::vector<int64_t>& indices, Rng& data_rng) override {
+        Batch batch = collate_sequences(train_, indices);
+        Tensor labels = empty(batch.input_ids.shape(), DType::I32);
+        for (int64_t r = 0; r < (int64_t)indices.size(); ++r) mask_row(batch, labels, r, data_rng);
+        nn::MaskedLMLogits out = model_.forward_masked(inputs_of(batch), labels);
+        return nn::BertForMaskedLM::loss(out.logits, out.labels);
+    }
+
+    // The masks come from a fresh Rng(training.seed) drawn in eval_batches' order, which the
+    // batch size does not change: every evaluation masks the same tokens, so eval_loss is
+    // comparable between evaluations, and data_rng is left alone. The loss is the mean over
+    // masked tokens (not over batches), so the batch size does not change it either.
+    nlohmann::json evaluate(int64_t batch_size) override {
+        const bool was_training = model_.is_training();
+        model_.eval();
+        NoGradGuard no_grad;
+        Rng rng(config_.training.seed);
+        double loss_sum = 0;
+        int64_t masked = 0, correct = 0;
+        for (const std::vector<int64_t>& indices : eval_batches(lengths_of(eval_), batch_size)) {
+            Batch batch = collate_sequences(eval_, indices);
+            Tensor labels = empty(batch.input_ids.shape(), DType::I32);
+            for (int64_t r = 0; r < (int64_t)indices.size(); ++r) mask_row(batch, labels, r, rng);
+            nn::MaskedLMLogits out = model_.forward_masked(inputs_of(batch), labels);
+            const int64_t M = out.labels.numel(), V = out.logits.size(-1);
+            if (M == 0) continue;
+            loss_sum += (double)nn::BertForMaskedLM::loss(out.logits, out.labels).item() * (double)M;
+            const float* logits = out.logits.f32();
+            for (int64_t m = 0; m < M; ++m) {
+                const float* row = logits + m * V;
+                correct += std::max_element(row, row + V) - row == out.labels.i32()[m];
+            }
+            masked += M;
+        }
+        model_.train(was_training);
+        const double loss = masked > 0 ? loss_sum / (double)masked : 0.0;
+        return {{"eval_loss", loss},
+                {"perplexity", std::exp(loss)},
+                {"mlm_accuracy", masked > 0 ? (double)correct / (double)masked : 0.0},
+                {"eval_examples", sequence_count(eval_)}};
+    }
+
+    std::string main_metric() const override { return "eval_loss"; }
+
+    nlohmann::json predict(const std::string&, int64_t) override {
+        throw std::runtime_error(config_.source + ": data.task mlm has no predictions (masked-LM pretraining "
+                                                  "labels no examples); use evaluate for its loss");
+    }
+
+private:
+    PackedSequences read_sequences(const std::string& key, const std::vector<std::string>& files, int64_t limit) {
+        if (files.empty()) throw std::runtime_error(config_.source + ": data." + key + " is empty");
+        PackedSequences packed = pack_documents(files, tokenizer_, config_.data.max_seq_length, limit);
+        if (sequence_count(packed) == 0)
+            throw std::runtime_error(config_.source + ": data." + key + " hold no text to pack");
+        return packed;
+    }
+
+    Batch collate_sequences(const PackedSequences& packed, const std::vector<int64_t>& indices) const {
+        std::vector<Encoding> features;
+        features.reserve(indices.size());
+        for (int64_t i : indices) features.push_back(sequence_encoding(packed, i));
+        std::vector<int64_t> rows(indices.size());
+        for (size_t r = 0; r < rows.size(); ++r) rows[r] = (int64_t)r;
+        PaddingOptions padding;
+        padding.pad_id = tokenizer_.pad_id;
+        return collate(features, {}, rows, padding);
+    }
+
+    // Row r of the batch: [PAD] is special, so padding gets label -100 and draws nothing.
+    void mask_row(Batch& batch, Tensor& labels, int64_t r, Rng& rng) const {
+        const int64_t T = batch.input_ids.size(1);
+        mask_tokens(std::span(batch.input_ids.i32() + r * T, (size_t)T), std::span(labels.i32() + r * T, (size_t)T),
+                    masking_, rng);
+    }
+
+    static nn::BertInputs inputs_of(const Batch& batch) {
+        return {batch.input_ids, batch.token_type_ids, batch.attention_mask};
+    }
+
+    RunConfig config_;
+    nn::BertConfig model_config_;
+    Rng init_rng_;
+    nn::BertForMaskedLM model_;
+    WordPieceTokenizer tokenizer_;
+    MlmMasking masking_;
+    PackedSequences train_, eval_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_mlm_task(const RunConfig& config, const TaskData& data) {
+    return std::make_unique<MlmTask>(config, data);
 }
 
 }  // namespace qdq
