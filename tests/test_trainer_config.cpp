@@ -2,6 +2,7 @@
 // (exact round trip, atomic replacement, pruning). Expected values come from the files the
 // tests write, not from the code under test.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,7 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string temp_dir(const std::string& name) {
-    std::string dir = ::testing::TempDir() + name;
+    // The process id keeps test binaries that run side by side (ctest -j) apart.
+    std::string dir = ::testing::TempDir() + name + "_" + std::to_string(getpid());
     fs::remove_all(dir);
     fs::create_directories(dir);
     return dir;

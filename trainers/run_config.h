@@ -16,6 +16,10 @@
 //   "quantization": (quant/) kept as given
 // max_train_examples / max_eval_examples keep a seeded random subset, not the first N
 // (trainers/task.h example_subset).
+// SQuAD with squad_eval_fraction > 0 evaluates on the articles split off train_files (all
+// files together); eval_files must then be empty, an error otherwise, as one evaluation set
+// named twice is a mistake. max_*_examples count questions and apply to each part after the
+// split.
 // Paths in "data" are relative to data.data_dir (default: the data directory, see
 // data/data_dir.h); paths in "model" are relative to the config file's folder.
 #pragma once

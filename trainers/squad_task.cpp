@@ -1,9 +1,237 @@
+// SQuAD v1.1 extractive QA as Hugging Face's run_qa.py runs it: BertForQuestionAnswering over
+// "[CLS] question [SEP] context [SEP]" windows (data/squad_features.h, unpadded: batches pad to
+// their longest window), the mean of the start and end cross-entropies, and the official v1.1
+// exact match and F1 (data/metrics.h) of run_qa.py's postprocessed answers
+// (data/squad_postprocess.h), counted over questions, not windows.
+//
+// The evaluation set is data.eval_files, or with data.squad_eval_fraction > 0 the articles that
+// split_squad_by_article sets aside from data.train_files (eval_files must then be empty: two
+// sources for one evaluation set would leave a reader of the config guessing which was used).
+// max_train_examples and max_eval_examples count questions (example_subset's, so not all from
+// the file's first articles) and apply after the split.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "autograd/tape.h"
+#include "data/loader.h"
+#include "data/metrics.h"
+#include "data/squad_features.h"
+#include "data/squad_postprocess.h"
+#include "data/squad_reader.h"
+#include "nn/heads.h"
+#include "trainers/checkpoint.h"
 #include "trainers/task.h"
 
 namespace qdq {
 
-std::unique_ptr<Task> make_squad_task(const RunConfig& config, const TaskData&) {
-    throw std::runtime_error(config.source + ": data.task squad is not built yet");
+namespace {
+
+// Questions of one or more files, and the file each came from (errors found later, when the
+// question is windowed, name it).
+struct SquadFiles {
+    std::vector<SquadExample> examples;
+    std::unordered_map<std::string, std::string> file_of;  // question id → path
+};
+
+SquadFiles read_files(const std::vector<std::string>& files) {
+    SquadFiles out;
+    for (const std::string& file : files) {
+        SquadData data = read_squad(file);
+        for (SquadExample& e : data.examples) {
+            // A v2 question without an answer would train towards [CLS] and score 0 whatever is
+            // predicted: the v1.1 task cannot do it justice, so it refuses rather than mislead.
+            if (e.is_impossible)
+                throw std::runtime_error(file + ": question " + e.id +
+                                         " is unanswerable (SQuAD v2); this task is SQuAD v1.1");
+            out.file_of.emplace(e.id, file);
+            out.examples.push_back(std::move(e));
+        }
+    }
+    return out;
+}
+
+struct Features {
+    std::vector<SquadExample> examples;  // the questions
+    std::vector<SquadWindow> windows;    // model inputs, each naming its question
+    std::vector<int32_t> lengths;        // tokens of each window
+};
+
+// The windows of example_subset's `limit` questions (-1: all).
+Features make_features(const RunConfig& config, const WordPieceTokenizer& tokenizer,
+                       std::vector<SquadExample> all, int64_t limit, const SquadFiles& files) {
+    std::vector<SquadExample> examples;
+    for (size_t i : example_subset(all.size(), limit)) examples.push_back(std::move(all[i]));
+    SquadFeatureOptions options;
+    options.max_seq_length = config.data.max_seq_length;
+    options.doc_stride = config.data.doc_stride;
+    options.pad_to_max_length = false;
+    Features out;
+    for (size_t i = 0; i < examples.size(); ++i) {
+        try {
+            append_squad_windows(tokenizer, examples[i], (int32_t)i, options, out.windows);
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(files.file_of.at(examples[i].id) + ": " + e.what() + " (" + config.source +
+                                     ": data.max_seq_length " + std::to_string(options.max_seq_length) +
+                                     ", data.doc_stride " + std::to_string(options.doc_stride) + ")");
+        }
+    }
+    for (const SquadWindow& w : out.windows) out.lengths.push_back((int32_t)w.encoding.ids.size());
+    out.examples = std::move(examples);
+    return out;
+}
+
+// collate() takes Encodings: a batch's windows are copied into one (without the offsets, which
+// only postprocessing reads), a cost that vanishes next to the forward pass.
+Batch collate_windows(const std::vector<SquadWindow>& windows, const std::vector<int64_t>& indices,
+                      int32_t pad_id) {
+    std::vector<Encoding> batch;
+    batch.reserve(indices.size());
+    for (int64_t i : indices) {
+        const Encoding& e = windows.at((size_t)i).encoding;
+        batch.push_back({e.ids, e.token_type_ids, e.attention_mask, {}, {}});
+    }
+    std::vector<int64_t> rows(indices.size());
+    std::iota(rows.begin(), rows.end(), 0);
+    PaddingOptions padding;
+    padding.pad_id = pad_id;
+    return collate(batch, {}, rows, padding);
+}
+
+class SquadTask : public Task {
+public:
+    SquadTask(const RunConfig& config, const TaskData& data)
+        : config_(config),
+          model_config_(task_model_config(config)),
+          init_rng_(config.training.seed),
+          model_(model_config_, init_rng_),
+          tokenizer_(task_tokenizer(config)) {
+        if (!config.model.init.empty()) load_model_weights(model_, config.model.init);
+        const DataSettings& d = config.data;
+        const bool split = d.squad_eval_fraction > 0;
+        if (split && !d.eval_files.empty())
+            throw std::runtime_error(config.source +
+                                     ": data.squad_eval_fraction > 0 takes the evaluation set from "
+                                     "data.train_files; data.eval_files must then be empty");
+        if ((data.train || (data.eval && split)) && d.train_files.empty())
+            throw std::runtime_error(config.source + ": data.train_files is empty");
+        if (data.eval && !split && d.eval_files.empty())
+            throw std::runtime_error(config.source + ": data.eval_files is empty");
+
+        if (split && (data.train || data.eval)) {
+            SquadFiles files = read_files(d.train_files);
+            SquadSplit parts = split_squad_by_article(files.examples, d.squad_eval_fraction, d.squad_split_seed);
+            check_part(parts.train, data.train, "training");
+            check_part(parts.eval, data.eval, "evaluation");
+            if (data.train)
+                train_ = make_features(config, tokenizer_, std::move(parts.train), d.max_train_examples, files);
+            if (data.eval)
+                eval_ = make_features(config, tokenizer_, std::move(parts.eval), d.max_eval_examples, files);
+            return;
+        }
+        if (data.train) {
+            SquadFiles files = read_files(d.train_files);
+            train_ = make_features(config, tokenizer_, std::move(files.examples), d.max_train_examples, files);
+        }
+        if (data.eval) {
+            SquadFiles files = read_files(d.eval_files);
+            eval_ = make_features(config, tokenizer_, std::move(files.examples), d.max_eval_examples, files);
+        }
+    }
+
+    nn::Module& model() override { return model_; }
+    const nn::BertConfig& model_config() const override { return model_config_; }
+    Rng& dropout_rng() override { return model_.dropout_rng; }
+    int64_t train_size() const override { return (int64_t)train_.windows.size(); }
+    std::vector<int32_t> train_lengths() const override { return train_.lengths; }
+
+    Tensor train_loss(const std::vector<int64_t>& indices, Rng&) override {
+        Batch batch = collate_windows(train_.windows, indices, tokenizer_.pad_id);
+        std::vector<int32_t> starts, ends;
+        for (int64_t i : indices) {
+            starts.push_back(train_.windows[(size_t)i].start_position);
+            ends.push_back(train_.windows[(size_t)i].end_position);
+        }
+        const Shape rows = {(int64_t)indices.size()};
+        return nn::BertForQuestionAnswering::loss(model_.forward(inputs_of(batch)), from_ints(rows, starts),
+                                                  from_ints(rows, ends));
+    }
+
+    nlohmann::json evaluate(int64_t batch_size) override {
+        const std::vector<SquadPrediction> predicted = run_windows(eval_, batch_size);
+        std::unordered_map<std::string, std::string> by_id;
+        for (size_t i = 0; i < predicted.size(); ++i) by_id[eval_.examples[i].id] = predicted[i].text;
+        const SquadEvaluation e = squad_v1_evaluate(eval_.examples, by_id);
+        return {{"exact_match", e.score.exact_match},
+                {"f1", e.score.f1},
+                {"eval_examples", e.total},
+                {"eval_windows", (int64_t)eval_.windows.size()}};
+    }
+
+    std::string main_metric() const override { return "f1"; }
+
+    nlohmann::json predict(const std::string& path, int64_t batch_size) override {
+        SquadFiles files = read_files({path});
+        const Features data = make_features(config_, tokenizer_, std::move(files.examples), -1, files);
+        const std::vector<SquadPrediction> predicted = run_windows(data, batch_size);
+        nlohmann::json out = nlohmann::json::object();
+        for (size_t i = 0; i < predicted.size(); ++i) out[data.examples[i].id] = predicted[i].text;
+        return out;
+    }
+
+private:
+    void check_part(const std::vector<SquadExample>& part, bool needed, const char* what) const {
+        if (needed && part.empty())
+            throw std::runtime_error(config_.source + ": data.squad_eval_fraction " +
+                                     std::to_string(config_.data.squad_eval_fraction) +
+                                     " leaves no article of data.train_files for " + what);
+    }
+
+    static nn::BertInputs inputs_of(const Batch& batch) {
+        return {batch.input_ids, batch.token_type_ids, batch.attention_mask};
+    }
+
+    // One answer per question of `data`, in question order.
+    std::vector<SquadPrediction> run_windows(const Features& data, int64_t batch_size) {
+        const bool was_training = model_.is_training();
+        model_.eval();
+        NoGradGuard no_grad;
+        const int64_t T = config_.data.max_seq_length;
+        // squad_predictions takes each row's n_best_size highest logits over all T positions
+        // before it drops those outside the context, so a position past the window's end must
+        // rank below every real one, or it takes a candidate's place: -inf, where 0 (or the
+        // -100 and the batch's padding logits of run_qa.py) can crowd out a window's answer
+        // when its logits are low, and make the answer depend on the batch it was run in.
+        std::vector<float> start(data.windows.size() * (size_t)T, -std::numeric_limits<float>::infinity());
+        std::vector<float> end(start);
+        for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size)) {
+            Batch batch = collate_windows(data.windows, indices, tokenizer_.pad_id);
+            const nn::SpanLogits logits = model_.forward(inputs_of(batch));
+            const int64_t width = logits.start.size(1);  // the batch's longest window
+            for (size_t r = 0; r < indices.size(); ++r) {
+                const size_t w = (size_t)indices[r], length = (size_t)data.lengths[w];
+                std::copy_n(logits.start.f32() + (int64_t)r * width, length, start.begin() + w * (size_t)T);
+                std::copy_n(logits.end.f32() + (int64_t)r * width, length, end.begin() + w * (size_t)T);
+            }
+        }
+        model_.train(was_training);
+        return squad_predictions(data.examples, data.windows, start, end, T);
+    }
+
+    RunConfig config_;
+    nn::BertConfig model_config_;
+    Rng init_rng_;
+    nn::BertForQuestionAnswering model_;
+    WordPieceTokenizer tokenizer_;
+    Features train_, eval_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_squad_task(const RunConfig& config, const TaskData& data) {
+    return std::make_unique<SquadTask>(config, data);
 }
 
 }  // namespace qdq
