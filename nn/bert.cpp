@@ -50,8 +50,9 @@ Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& mask, Rng& rng)
     Tensor k = split_heads(key.forward(x), heads);
     Tensor v = split_heads(value.forward(x), heads);
     float scale = 1.0f / std::sqrt((float)q.size(-1));
-    Tensor probs = softmax(matmul(q, k, false, true), scale, mask);  // [B, H, T, T]
-    return merge_heads(matmul(dropout.forward(probs, rng), v));    // [B, T, C]
+    Tensor scores = matmul(quantize(matmul_q_input_quantizer, q), quantize(matmul_k_input_quantizer, k), false, true);
+    Tensor probs = dropout.forward(softmax(scores, scale, mask), rng);  // [B, H, T, T]
+    return merge_heads(matmul(quantize(matmul_a_input_quantizer, probs), quantize(matmul_v_input_quantizer, v)));
 }
 
 BertResidualOutput::BertResidualOutput(int64_t in_features, const BertConfig& c, Rng& init_rng)
@@ -64,7 +65,8 @@ BertResidualOutput::BertResidualOutput(int64_t in_features, const BertConfig& c,
 }
 
 Tensor BertResidualOutput::forward(const Tensor& x, const Tensor& residual, Rng& rng) const {
-    return layer_norm.forward(dropout.forward(dense.forward(x), rng), residual);
+    Tensor local = dropout.forward(dense.forward(x), rng);
+    return layer_norm.forward(quantize(add_local_input_quantizer, local), quantize(add_residual_input_quantizer, residual));
 }
 
 BertLayer::BertLayer(const BertConfig& c, Rng& init_rng)

@@ -37,6 +37,11 @@ public:
     int64_t heads;
     Linear query, key, value;
     Dropout dropout;  // on the attention probabilities
+    // QDQBERT's quantizers of both operands of Q·Kᵀ and of probabilities·V (attached, or null).
+    TensorQuantizer* matmul_q_input_quantizer = nullptr;
+    TensorQuantizer* matmul_k_input_quantizer = nullptr;
+    TensorQuantizer* matmul_v_input_quantizer = nullptr;
+    TensorQuantizer* matmul_a_input_quantizer = nullptr;
 };
 
 // dense → dropout → LayerNorm(· + residual); BertSelfOutput and BertOutput are both this.
@@ -48,6 +53,10 @@ public:
     Linear dense;
     LayerNorm layer_norm;
     Dropout dropout;
+    // QDQBERT's quantizers of the two addends before LayerNorm: the layer's own output and the
+    // residual input (attached, or null).
+    TensorQuantizer* add_local_input_quantizer = nullptr;
+    TensorQuantizer* add_residual_input_quantizer = nullptr;
 };
 
 class BertLayer : public Module {

@@ -16,7 +16,9 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, float i
     if (has_bias) bias = register_parameter("bias", zeros({out_features}));
 }
 
-Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x) const {
+    return linear(quantize(input_quantizer, x), quantize(weight_quantizer, weight), bias);
+}
 
 Embedding::Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng) {
     weight = register_parameter("weight", normal_tensor({count, dim}, init_std, init_rng));

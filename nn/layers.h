@@ -16,6 +16,9 @@ public:
 
     Tensor weight;  // [out, in]
     Tensor bias;    // [out], undefined without bias
+    // PQ's QuantLinear: both operands fake-quantized when attached (module-owned, see Module).
+    TensorQuantizer* input_quantizer = nullptr;
+    TensorQuantizer* weight_quantizer = nullptr;
 };
 
 class Embedding : public Module {

@@ -50,6 +50,28 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor) {
     return tensor;
 }
 
+TensorQuantizer* Module::attach_quantizer(const std::string& name, TensorQuantizer quantizer) {
+    for (const auto& [existing, q] : quantizers_)
+        check(existing != name, "attach_quantizer: the module already has a quantizer '" + name + "'");
+    quantizers_.emplace_back(name, std::make_unique<TensorQuantizer>(std::move(quantizer)));
+    TensorQuantizer* q = quantizers_.back().second.get();
+    // A learned range trains with the weights; a calibrated one is state that is only saved.
+    if (q->desc.learn_amax) parameters_.emplace_back(name + "._amax", q->amax);
+    else buffers_.emplace_back(name + "._amax", q->amax);
+    return q;
+}
+
+std::vector<std::pair<std::string, TensorQuantizer*>> Module::named_quantizers(const std::string& prefix) const {
+    std::vector<std::pair<std::string, TensorQuantizer*>> out;
+    std::string base = prefix.empty() ? "" : prefix + ".";
+    for (const auto& [name, q] : quantizers_) out.emplace_back(base + name, q.get());
+    for (const auto& [name, child] : children_) {
+        auto below = child->named_quantizers(base + name);
+        out.insert(out.end(), below.begin(), below.end());
+    }
+    return out;
+}
+
 Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
     buffers_.emplace_back(name, tensor);
     return tensor;

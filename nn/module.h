@@ -4,12 +4,14 @@
 // Each module keeps its own forward signature; there is no virtual forward.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
 #include "autograd/named_tensors.h"
+#include "quant/tensor_quantizer.h"
 
 namespace qdq::nn {
 
@@ -32,6 +34,14 @@ public:
 
     const std::vector<std::pair<std::string, Module*>>& children() const { return children_; }
 
+    // Fake quantizers, attached after construction by quant/bert_quantization.h under QDQBERT's
+    // names ("_input_quantizer", "matmul_q_input_quantizer", ...). The amax becomes the buffer
+    // "<name>._amax" (a parameter when the range is learned), so checkpoints carry it under
+    // QDQBERT's state_dict keys. The returned pointer lives as long as the module.
+    TensorQuantizer* attach_quantizer(const std::string& name, TensorQuantizer quantizer);
+    // This module's quantizers and its children's, depth first, with dotted names.
+    std::vector<std::pair<std::string, TensorQuantizer*>> named_quantizers(const std::string& prefix = "") const;
+
     void train(bool on = true);
     void eval() { train(false); }
     bool is_training() const { return training_; }
@@ -51,7 +61,11 @@ private:
     std::vector<std::pair<std::string, Tensor>> parameters_;
     std::vector<std::pair<std::string, Tensor>> buffers_;
     std::vector<std::pair<std::string, Module*>> children_;
+    std::vector<std::pair<std::string, std::unique_ptr<TensorQuantizer>>> quantizers_;
     bool training_ = true;
 };
+
+// x through the quantizer when the layer has one there, else x.
+inline Tensor quantize(TensorQuantizer* quantizer, const Tensor& x) { return quantizer ? quantizer->quantize(x) : x; }
 
 }  // namespace qdq::nn

@@ -1,0 +1,192 @@
+// Collecting calibration statistics: running max of |x| and the growing histogram of |x|
+// (semantics in calibrators.h). Both read the tensor in parallel chunks, each chunk into its own
+// partial result, merged in a critical section: max is order-independent and counts are integers,
+// so the result does not depend on the thread count.
+#include "quant/calibrators.h"
+
+#include <cfloat>
+#include <cmath>
+#include <string>
+
+#include "autograd/ops/vector_math.h"
+#include "autograd/parallel.h"
+#include "quant/channel_runs.h"
+
+namespace qdq {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+constexpr int64_t kBlock = 256;  // bin indices computed (vectorised) this many at a time
+
+void check_cpu_float(const Tensor& x, const char* what) {
+    check(x.defined() && x.dtype() == DType::F32, std::string(what) + ": x must be float32");
+    check(!x.is_cuda(), std::string(what) + ": no CUDA kernel yet");
+}
+
+void check_finite(int64_t nonfinite, const char* what) {
+    check(nonfinite == 0, std::string(what) + ": the tensor holds " + std::to_string(nonfinite) +
+                              " NaN or infinite values");
+}
+
+// max |x| over [n]; adds the count of NaN and infinite elements (which it skips) to *nonfinite
+QDQ_VECTOR_KERNEL
+float abs_max(const float* x, int64_t n, int64_t* nonfinite) {
+    float m = 0.0f;
+    int64_t bad = 0;
+#pragma omp simd reduction(max : m) reduction(+ : bad)
+    for (int64_t i = 0; i < n; ++i) {
+        float v = std::fabs(x[i]);
+        bool finite = v <= FLT_MAX;
+        m = std::max(m, finite ? v : 0.0f);
+        bad += finite ? 0 : 1;
+    }
+    *nonfinite += bad;
+    return m;
+}
+
+// idx [n] = min(floor(|x| / width), bins − 1) for |x| <= range_end; `bins` for larger values,
+// NaN and infinity (the caller's slow path)
+QDQ_VECTOR_KERNEL
+void bin_indices(int32_t* idx, const float* x, float width, float range_end, int32_t bins,
+                 int64_t n) {
+    float last = (float)(bins - 1);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        float v = std::fabs(x[i]);
+        bool in = v <= range_end;
+        float q = std::min((in ? v : 0.0f) / width, last);
+        idx[i] = in ? (int32_t)q : bins;
+    }
+}
+
+struct BinnedBatch {
+    std::vector<int64_t> counts;
+    float beyond_max = 0.0f;  // largest |x| beyond the range (0: none)
+    int64_t nonfinite = 0;
+};
+
+// One pass: the batch's counts in the current bins, and how far it reaches beyond them.
+BinnedBatch bin_batch(const HistogramCalibrator& calib, const Tensor& x) {
+    BinnedBatch batch{std::vector<int64_t>(calib.counts.size(), 0)};
+    int32_t bins = (int32_t)calib.counts.size();
+    float range_end = histogram_edge(calib, bins);
+    const float* px = x.f32();
+    parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        BinnedBatch local{std::vector<int64_t>((size_t)bins, 0)};
+        int32_t idx[kBlock];
+        for (int64_t b = begin; b < end; b += kBlock) {
+            int64_t n = std::min(kBlock, end - b);
+            bin_indices(idx, px + b, calib.width, range_end, bins, n);
+            for (int64_t k = 0; k < n; ++k) {
+                if (idx[k] < bins) {
+                    ++local.counts[(size_t)idx[k]];
+                    continue;
+                }
+                float v = std::fabs(px[b + k]);
+                if (v <= FLT_MAX) local.beyond_max = std::max(local.beyond_max, v);
+                else ++local.nonfinite;
+            }
+        }
+#pragma omp critical(qdq_histogram_merge)
+        {
+            for (int32_t i = 0; i < bins; ++i) batch.counts[(size_t)i] += local.counts[(size_t)i];
+            batch.beyond_max = std::max(batch.beyond_max, local.beyond_max);
+            batch.nonfinite += local.nonfinite;
+        }
+    });
+    return batch;
+}
+
+// The bin count whose range first covers v (v > 0), per calibrators.h.
+int64_t bins_covering(const HistogramCalibrator& calib, float v) {
+    double needed = std::ceil((double)(v / calib.width));
+    check(needed <= (double)kMaxHistogramBins,
+          "HistogramCalibrator: a value of " + std::to_string(v) + " needs " +
+              std::to_string(needed) + " bins of width " + std::to_string(calib.width) +
+              " (more than " + std::to_string(kMaxHistogramBins) +
+              "); the range grew beyond reason: check the activations");
+    int64_t bins = (int64_t)needed;
+    while (histogram_edge(calib, bins) < v) ++bins;
+    return bins;
+}
+
+}  // namespace
+
+// ---- max ----------------------------------------------------------------------------------
+
+void collect(MaxCalibrator& calib, const Tensor& x) {
+    check_cpu_float(x, "MaxCalibrator");
+    AxisSplit split = channel_split(x.shape(), calib.axis, "MaxCalibrator");
+    check(calib.amax.empty() || (int64_t)calib.amax.size() == split.n,
+          "MaxCalibrator: amax shape changed: " + std::to_string(calib.amax.size()) +
+              " channels before, " + std::to_string(split.n) + " now");
+    std::vector<float> batch((size_t)split.n, 0.0f);
+    int64_t nonfinite = 0;
+    const float* px = x.f32();
+    parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        std::vector<float> local((size_t)split.n, 0.0f);
+        int64_t bad = 0;
+        for_each_channel_run(split, begin, end, [&](int64_t b, int64_t n, int64_t c) {
+            local[(size_t)c] = std::max(local[(size_t)c], abs_max(px + b, n, &bad));
+        });
+#pragma omp critical(qdq_max_merge)
+        {
+            for (size_t c = 0; c < local.size(); ++c) batch[c] = std::max(batch[c], local[c]);
+            nonfinite += bad;
+        }
+    });
+    check_finite(nonfinite, "MaxCalibrator");
+    if (calib.amax.empty()) calib.amax = batch;
+    else
+        for (size_t c = 0; c < batch.size(); ++c) calib.amax[c] = std::max(calib.amax[c], batch[c]);
+}
+
+void reset(MaxCalibrator& calib) { calib.amax.clear(); }
+
+std::vector<float> compute_amax(const MaxCalibrator& calib) {
+    check(!calib.amax.empty(), "MaxCalibrator: no tensor collected");
+    return calib.amax;
+}
+
+// ---- histogram ----------------------------------------------------------------------------
+
+float histogram_edge(const HistogramCalibrator& calib, int64_t i) {
+    return (float)i * calib.width;
+}
+
+void collect(HistogramCalibrator& calib, const Tensor& x) {
+    check_cpu_float(x, "HistogramCalibrator");
+    check(calib.initial_bins >= 1 && calib.initial_bins <= kMaxHistogramBins,
+          "HistogramCalibrator: initial_bins must be in [1, 2^24]");
+    if (calib.counts.empty()) calib.counts.assign((size_t)calib.initial_bins, 0);
+    if (calib.width == 0.0f) {
+        int64_t nonfinite = 0;
+        float m = abs_max(x.f32(), x.numel(), &nonfinite);
+        check_finite(nonfinite, "HistogramCalibrator");
+        if (m == 0.0f) {
+            calib.counts[0] += x.numel();
+            return;
+        }
+        float width = m / (float)calib.initial_bins;
+        check(std::isnormal(width), "HistogramCalibrator: max |x| = " + std::to_string(m) +
+                                        " is too small to divide into bins");
+        calib.width = width;
+    }
+    BinnedBatch batch = bin_batch(calib, x);
+    check_finite(batch.nonfinite, "HistogramCalibrator");
+    if (batch.beyond_max > 0.0f) {
+        // Grow, then bin the batch again: values at the old range's end belong in the bins after
+        // it once those exist, not in the old last bin.
+        calib.counts.resize((size_t)bins_covering(calib, batch.beyond_max), 0);
+        batch = bin_batch(calib, x);
+    }
+    for (size_t i = 0; i < calib.counts.size(); ++i) calib.counts[i] += batch.counts[i];
+}
+
+void reset(HistogramCalibrator& calib) {
+    calib.width = 0.0f;
+    calib.counts.clear();
+}
+
+}  // namespace qdq

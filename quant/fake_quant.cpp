@@ -1,0 +1,178 @@
+// Fake quantization forward and clipped-STE backward (the math and its PQ references are in
+// fake_quant.h). A tensor is seen as [outer, C, inner] around the per-channel axis (C = 1 per
+// tensor); every kernel below works on a contiguous run of one channel, whose scale is a scalar.
+#include "quant/fake_quant.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "autograd/ops/vector_math.h"
+#include "autograd/parallel.h"
+#include "autograd/tape.h"
+#include "quant/channel_runs.h"
+
+namespace qdq {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+// PQ: "Treat amax smaller than minimum representable of fp16 0".
+constexpr float kTinyAmax = 0x1.0p-24f;
+// Adding then subtracting 1.5·2^23 rounds a float of magnitude < 2^22 to an integer, ties to
+// even (the default rounding mode), as std::nearbyint and torch.round do. Unlike nearbyint it
+// vectorises on baseline x86-64, which has no SSE4.1 round instruction. The value is clamped to
+// [lo, bound] first; those are integers, so clamping before rounding changes nothing.
+constexpr float kRound = 12582912.0f;
+
+// One channel's constants. PQ sets the scale of a tiny amax to 0 (every code 0) and divides by 1.
+struct ChannelScale {
+    float amax, scale, divisor;
+};
+
+ChannelScale channel_scale(float amax, float bound) {
+    if (amax <= kTinyAmax) return {amax, 0.0f, 1.0f};
+    float s = bound / amax;
+    return {amax, s, s};
+}
+
+// y [n] = clamp(round(clamp(x, ±clip)·scale), lo, hi) / divisor; clip is +inf unless the range is
+// learned. quant/CMakeLists.txt turns off FMA contraction: PQ rounds x·scale to float32 before
+// rounding to an integer, and a fused multiply-add would skip that rounding.
+QDQ_VECTOR_KERNEL
+void fake_quant_forward(float* y, const float* x, float scale, float divisor, float lo, float hi,
+                        float clip, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        float v = std::min(std::max(x[i], -clip), clip) * scale;
+        v = std::min(std::max(v, lo), hi);
+        y[i] = ((v + kRound) - kRound) / divisor;
+    }
+}
+
+// dx [n] += dy where |x| <= amax (PQ's _fake_tensor_quant_backward)
+QDQ_VECTOR_KERNEL
+void fake_quant_backward(float* dx, const float* dy, const float* x, float amax, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dx[i] += std::fabs(x[i]) <= amax ? dy[i] : 0.0f;
+}
+
+// dx [n] += dy where -amax < x < amax (PQ's ClipFunction mask, open at both ends)
+QDQ_VECTOR_KERNEL
+void clip_backward_input(float* dx, const float* dy, const float* x, float amax, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dx[i] += (x[i] > -amax && x[i] < amax) ? dy[i] : 0.0f;
+}
+
+// Σ dy·[x >= amax] − Σ dy·[x <= -amax] over [n]
+QDQ_VECTOR_KERNEL
+double clip_backward_amax(const float* dy, const float* x, float amax, int64_t n) {
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i)
+        sum += x[i] >= amax ? (double)dy[i] : (x[i] <= -amax ? -(double)dy[i] : 0.0);
+    return sum;
+}
+
+// run(begin, length, channel) on every single-channel run, in parallel chunks.
+template <typename Run>
+void parallel_channel_runs(const AxisSplit& split, Run&& run) {
+    parallel_for(split.outer * split.n * split.inner, kGrain, [&](int64_t begin, int64_t end) {
+        for_each_channel_run(split, begin, end, run);
+    });
+}
+
+void check_no_negative(const Tensor& x) {
+    std::atomic<bool> negative{false};
+    const float* px = x.f32();
+    parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        float m = 0.0f;
+#pragma omp simd reduction(min : m)
+        for (int64_t i = begin; i < end; ++i) m = std::min(m, px[i]);
+        if (m < 0.0f) negative = true;
+    });
+    check(!negative, "fake_quant: negative values in unsigned quantization (PQ raises the same)");
+}
+
+}  // namespace
+
+QuantParams quant_params(const QuantDescriptor& d) {
+    return QuantParams{d.num_bits, d.unsigned_, d.narrow_range, d.axis, d.learn_amax};
+}
+
+float quant_bound(const QuantParams& p) {
+    return (float)((int64_t{1} << (p.num_bits - 1 + (p.unsigned_ ? 1 : 0))) - 1);
+}
+
+float quant_min(const QuantParams& p) {
+    float bound = quant_bound(p);
+    return p.unsigned_ ? 0.0f : p.narrow_range ? -bound : -bound - 1.0f;
+}
+
+Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
+    check(x.defined() && x.dtype() == DType::F32, "fake_quant: x must be float32");
+    check(amax.defined() && amax.dtype() == DType::F32, "fake_quant: amax must be float32");
+    check(!x.is_cuda() && !amax.is_cuda(), "fake_quant: no CUDA kernel yet");
+    check(p.num_bits >= 2 && p.num_bits <= 16,
+          "fake_quant: num_bits must be in [2, 16], got " + std::to_string(p.num_bits));
+    check(!p.learn_amax || !p.axis, "fake_quant: learn_amax is per tensor only");
+    check(p.learn_amax || !amax.requires_grad(),
+          "fake_quant: amax requires grad but learn_amax is off (PQ passes no gradient to amax)");
+    AxisSplit split = channel_split(x.shape(), p.axis, "fake_quant");
+    check(amax.numel() == split.n,
+          "fake_quant: amax has " + std::to_string(amax.numel()) + " values, expected " +
+              std::to_string(split.n) + (p.axis ? " (one per channel)" : " (per tensor)"));
+    float bound = quant_bound(p), lo = quant_min(p);
+    std::vector<ChannelScale> scales((size_t)split.n);
+    const float* pa = amax.f32();
+    for (int64_t c = 0; c < split.n; ++c) {
+        check(std::isfinite(pa[c]) && pa[c] >= 0.0f,
+              "fake_quant: amax[" + std::to_string(c) + "] = " + std::to_string(pa[c]) +
+                  ": amax must be finite and >= 0 (NaN: not calibrated)");
+        scales[(size_t)c] = channel_scale(pa[c], bound);
+    }
+    if (p.unsigned_) check_no_negative(x);
+
+    Tensor y = empty(x.shape());
+    float* py = y.f32();
+    const float* px = x.f32();
+    float clip = p.learn_amax ? pa[0] : INFINITY;
+    parallel_channel_runs(split, [&](int64_t begin, int64_t n, int64_t c) {
+        const ChannelScale& s = scales[(size_t)c];
+        fake_quant_forward(py + begin, px + begin, s.scale, s.divisor, lo, bound, clip, n);
+    });
+
+    if (needs_grad({x, amax}))
+        record(y, [x, amax, split, learn = p.learn_amax, scales = std::move(scales)](const Tensor& gy) {
+            const float* g = gy.f32();
+            const float* px = x.f32();
+            if (x.requires_grad()) {
+                float* gx = x.grad_buffer().f32();
+                parallel_channel_runs(split, [&](int64_t begin, int64_t n, int64_t c) {
+                    float a = scales[(size_t)c].amax;
+                    if (learn) clip_backward_input(gx + begin, g + begin, px + begin, a, n);
+                    else fake_quant_backward(gx + begin, g + begin, px + begin, a, n);
+                });
+            }
+            if (learn && amax.requires_grad()) {
+                // Fixed blocks summed in order: the same result whatever the thread count.
+                int64_t numel = x.numel(), blocks = (numel + kGrain - 1) / kGrain;
+                std::vector<double> partial((size_t)blocks);
+                float a = scales[0].amax;
+                parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+                    for (int64_t b = b0; b < b1; ++b) {
+                        int64_t begin = b * kGrain, n = std::min(kGrain, numel - begin);
+                        partial[(size_t)b] = clip_backward_amax(g + begin, px + begin, a, n);
+                    }
+                });
+                double sum = 0;
+                for (double s : partial) sum += s;
+                amax.grad_buffer().f32()[0] += (float)sum;
+            }
+        });
+    return y;
+}
+
+}  // namespace qdq

@@ -1,0 +1,58 @@
+// Fake quantization (quantize, then dequantize, in float32) with a clipped straight-through
+// gradient: PQ's FakeTensorQuantFunction on its CPU path (tensor_quant.py, _tensor_quant), value
+// for value.
+//
+//   bound = 2^(bits-1+unsigned) - 1          127 for int8
+//   lo    = 0 (unsigned) | -bound (narrow_range) | -bound-1
+//   s     = bound / amax                      float32 division
+//   y     = clamp(round_half_even(x·s), lo, bound) / s      x·s rounded to float32 first
+//   amax <= 2^-24 gives y = 0                 (PQ: "smaller than the minimum fp16")
+//
+// Dequantization divides by s, as PQ does. ONNX DequantizeLinear (and torch's
+// fake_quantize_per_*_affine) instead multiply by the exported scale amax/bound rounded to
+// float32; the two differ by at most one ulp of y, on some elements (tests/test_quant.cpp counts
+// them). The integer codes differ only where x·s lies within float rounding of a tie k + 1/2:
+// ONNX QuantizeLinear computes x/(amax/bound) and torch x·(1/(amax/bound)), each rounded
+// differently from x·(bound/amax).
+//
+// Gradient (PQ's clipped STE): dx = dy where |x| <= amax (inclusive), 0 elsewhere; amax gets
+// none. With learn_amax (per tensor only), PQ first applies its PACT clip (nn/functional.py
+// ClipFunction) to [-amax, amax] with a learnable bound, so then
+//   y    = fake_quant(clamp(x, -amax, amax))    (differs from the above only for x < -amax
+//                                                 in the full signed range: -bound, not -bound-1)
+//   dx   = dy where -amax < x < amax (exclusive: the clip's mask)
+//   damax = Σ dy·[x >= amax] − Σ dy·[x <= -amax]
+// The last line is PQ's two clip gradients (to clip_value_max: Σ dy·[x >= max]; to
+// clip_value_min: Σ dy·[x <= min]) for one symmetric parameter, min = -amax. PQ's
+// quantizer itself passes no gradient to amax; neither do we.
+#pragma once
+
+#include <optional>
+
+#include "autograd/tensor.h"
+#include "quant/quant_descriptor.h"
+
+namespace qdq {
+
+struct QuantParams {
+    int num_bits = 8;
+    bool unsigned_ = false;
+    bool narrow_range = false;
+    // Per-channel axis: amax holds x.size(axis) values (shape [C], or PQ's keepdims [C, 1]).
+    // None: amax holds one value.
+    std::optional<int64_t> axis{};
+    bool learn_amax = false;
+};
+
+QuantParams quant_params(const QuantDescriptor& desc);
+
+// The integer range [lo, bound] of these parameters.
+float quant_bound(const QuantParams& p);
+float quant_min(const QuantParams& p);
+
+// Values of amax must be finite and >= 0 (NaN is how a quantizer marks an amax not yet
+// calibrated). With unsigned_, x must not be negative (PQ raises the same error).
+// amax may require grad only with learn_amax.
+Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& params);
+
+}  // namespace qdq

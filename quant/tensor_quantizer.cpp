@@ -1,0 +1,83 @@
+#include "quant/tensor_quantizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "quant/fake_quant.h"
+
+namespace qdq {
+
+namespace {
+
+void write_amax(const Tensor& amax, const std::vector<float>& values) {
+    check((int64_t)values.size() == amax.numel(),
+          "load_calib_amax: the calibrator gave " + std::to_string(values.size()) +
+              " values for an amax of shape " + shape_str(amax.shape()));
+    std::copy(values.begin(), values.end(), amax.f32());
+}
+
+}  // namespace
+
+const char* quant_mode_name(QuantMode mode) {
+    switch (mode) {
+        case QuantMode::Disabled: return "disabled";
+        case QuantMode::Calibrating: return "calibrating";
+        case QuantMode::Quantizing: return "quantizing";
+    }
+    return "?";
+}
+
+TensorQuantizer::TensorQuantizer(const QuantDescriptor& d, const Shape& amax_shape) : desc(d) {
+    validate(desc);
+    if (desc.axis)
+        check(!amax_shape.empty() && shape_numel(amax_shape) >= 1,
+              "TensorQuantizer: a per-channel quantizer needs the amax shape (e.g. {out, 1})");
+    else
+        check(shape_numel(amax_shape) == 1, "TensorQuantizer: a per-tensor amax has one value, got shape " +
+                                                shape_str(amax_shape));
+    amax = full(amax_shape, NAN);
+    if (desc.amax) {
+        const std::vector<float>& v = *desc.amax;
+        check(v.size() == 1 || (int64_t)v.size() == amax.numel(),
+              "TensorQuantizer: desc.amax has " + std::to_string(v.size()) +
+                  " values for an amax of shape " + shape_str(amax_shape));
+        float* pa = amax.f32();
+        for (int64_t i = 0; i < amax.numel(); ++i) pa[i] = v[v.size() == 1 ? 0 : (size_t)i];
+    }
+    if (desc.learn_amax) amax.set_requires_grad(true);
+    if (desc.calib_method == CalibMethod::Max) calibrator = MaxCalibrator{desc.axis, {}};
+    else calibrator = HistogramCalibrator{desc.num_bits, desc.unsigned_};
+}
+
+Tensor TensorQuantizer::quantize(const Tensor& x) {
+    switch (mode) {
+        case QuantMode::Disabled: return x;
+        case QuantMode::Calibrating:
+            std::visit([&](auto& calib) { collect(calib, x); }, calibrator);
+            return x;
+        case QuantMode::Quantizing: return fake_quant(x, amax, quant_params(desc));
+    }
+    return x;
+}
+
+void TensorQuantizer::load_calib_amax() {
+    const MaxCalibrator* calib = std::get_if<MaxCalibrator>(&calibrator);
+    check(calib != nullptr,
+          "load_calib_amax: a histogram calibrator needs a method (percentile, mse or entropy)");
+    write_amax(amax, compute_amax(*calib));
+}
+
+void TensorQuantizer::load_calib_amax(const HistogramAmaxOptions& o) {
+    const HistogramCalibrator* calib = std::get_if<HistogramCalibrator>(&calibrator);
+    check(calib != nullptr, "load_calib_amax: a max calibrator takes no histogram method");
+    float value = 0.0f;
+    switch (o.method) {
+        case HistogramMethod::Percentile: value = percentile_amax(*calib, o.percentile); break;
+        case HistogramMethod::Mse: value = mse_amax(*calib, o.start_bin, o.stride); break;
+        case HistogramMethod::Entropy: value = entropy_amax(*calib, o.start_bin, o.stride); break;
+    }
+    write_amax(amax, {value});
+}
+
+}  // namespace qdq

@@ -1,0 +1,63 @@
+// TensorQuantizer: what a quantized layer owns per quantized tensor (PQ's
+// nn/modules/tensor_quantizer.py): a descriptor, one mode, the amax and a calibrator.
+//
+// PQ keeps the mode in four booleans (_disabled, _if_quant, _if_calib, _if_clip) whose
+// combinations overlap; here it is one value. A learned range (PQ's clip stage) is not a mode:
+// it is desc.learn_amax, in effect whenever the quantizer quantizes.
+//
+// A Module registers `amax` as the buffer "<layer>._input_quantizer._amax" (or
+// "._weight_quantizer._amax"), QDQBERT's state_dict keys — as a parameter instead when
+// desc.learn_amax, so that the optimizer updates it. amax is only ever written in place, so the
+// registered handle and this member stay the same tensor.
+#pragma once
+
+#include <variant>
+
+#include "autograd/tensor.h"
+#include "quant/calibrators.h"
+#include "quant/quant_descriptor.h"
+
+namespace qdq {
+
+enum class QuantMode {
+    Disabled,     // quantize(x) returns x
+    Calibrating,  // collects x's statistics into the calibrator and returns x unchanged
+    Quantizing,   // fake-quantizes x with amax (PQ's default state)
+};
+
+const char* quant_mode_name(QuantMode mode);
+
+// How load_calib_amax reads a histogram (PQ's compute_amax(method, start_bin=, stride=,
+// percentile=)). There is no default method: HF's quant_trainer silently ran percentile when
+// asked for mse, and a required choice cannot do that.
+enum class HistogramMethod { Percentile, Mse, Entropy };
+
+struct HistogramAmaxOptions {
+    HistogramMethod method;
+    double percentile = 99.99;  // PQ's default (ORT's is 99.999)
+    int64_t start_bin = 128;    // mse and entropy
+    int64_t stride = 1;
+};
+
+struct TensorQuantizer {
+    QuantDescriptor desc;
+    QuantMode mode = QuantMode::Quantizing;
+    // Shape [] per tensor (PQ's 0-d buffer); per channel the shape given to the constructor,
+    // e.g. {out, 1} as PQ's keepdims amax of a Linear weight [out, in]. desc.amax's value(s),
+    // else NaN: not calibrated, which quantize() refuses to use.
+    Tensor amax;
+    std::variant<MaxCalibrator, HistogramCalibrator> calibrator;
+
+    // Validates desc. Per channel, amax_shape is required (its element count is the channel count).
+    explicit TensorQuantizer(const QuantDescriptor& desc, const Shape& amax_shape = {});
+
+    Tensor quantize(const Tensor& x);
+
+    // Writes the calibrator's amax into `amax` (PQ's load_calib_amax). The first form is for a
+    // max calibrator, the second for a histogram; the other pairing throws. The mode is left as
+    // it is: switching to Quantizing is the caller's step, as in PQ.
+    void load_calib_amax();
+    void load_calib_amax(const HistogramAmaxOptions& options);
+};
+
+}  // namespace qdq
