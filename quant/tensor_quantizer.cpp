@@ -68,11 +68,11 @@ void TensorQuantizer::load_calib_amax() {
     write_amax(amax, compute_amax(*calib));
 }
 
-void TensorQuantizer::load_calib_amax(const HistogramAmaxOptions& o) {
+void TensorQuantizer::load_calib_amax(HistogramMethod method, const HistogramAmaxOptions& o) {
     const HistogramCalibrator* calib = std::get_if<HistogramCalibrator>(&calibrator);
     check(calib != nullptr, "load_calib_amax: a max calibrator takes no histogram method");
     float value = 0.0f;
-    switch (o.method) {
+    switch (method) {
         case HistogramMethod::Percentile: value = percentile_amax(*calib, o.percentile); break;
         case HistogramMethod::Mse: value = mse_amax(*calib, o.start_bin, o.stride); break;
         case HistogramMethod::Entropy: value = entropy_amax(*calib, o.start_bin, o.stride); break;

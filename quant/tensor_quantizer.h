@@ -28,12 +28,11 @@ enum class QuantMode {
 const char* quant_mode_name(QuantMode mode);
 
 // How load_calib_amax reads a histogram (PQ's compute_amax(method, start_bin=, stride=,
-// percentile=)). There is no default method: HF's quant_trainer silently ran percentile when
-// asked for mse, and a required choice cannot do that.
+// percentile=)). The method is a required argument: HF's quant_trainer silently ran percentile
+// when asked for mse, and a choice without a default cannot do that.
 enum class HistogramMethod { Percentile, Mse, Entropy };
 
 struct HistogramAmaxOptions {
-    HistogramMethod method;
     double percentile = 99.99;  // PQ's default (ORT's is 99.999)
     int64_t start_bin = 128;    // mse and entropy
     int64_t stride = 1;
@@ -57,7 +56,7 @@ struct TensorQuantizer {
     // max calibrator, the second for a histogram; the other pairing throws. The mode is left as
     // it is: switching to Quantizing is the caller's step, as in PQ.
     void load_calib_amax();
-    void load_calib_amax(const HistogramAmaxOptions& options);
+    void load_calib_amax(HistogramMethod method, const HistogramAmaxOptions& options = {});
 };
 
 }  // namespace qdq
