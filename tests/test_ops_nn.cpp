@@ -18,6 +18,7 @@
 #include <functional>
 #include <string>
 
+#include "tests/support/expect_error.h"
 #include "autograd/ops.h"
 #include "autograd/ops/vector_math.h"
 #include "autograd/tape.h"
@@ -373,23 +374,6 @@ TEST(OpsNnCrossEntropy, LargeLogitsStayFinite) {
 }
 
 // ---- bad inputs ------------------------------------------------------------------------------
-
-namespace {
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-    try {
-        f();
-        ADD_FAILURE() << "no error thrown; expected one mentioning '" << parts.front() << "'";
-    } catch (const std::runtime_error& e) {
-        std::string message = e.what();
-        for (const std::string& part : parts)
-            EXPECT_NE(message.find(part), std::string::npos)
-                << "'" << message << "' does not mention '" << part << "'";
-    }
-    clear_tape();
-}
-
-}  // namespace
 
 TEST(OpsNnErrors, Matmul) {
     Tensor a = random_tensor({2, 3}, 1), b = random_tensor({4, 5}, 2);

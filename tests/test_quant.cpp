@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 
+#include "tests/support/expect_error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "quant/fake_quant.h"
@@ -65,18 +66,6 @@ std::vector<float> amax_per_element(const Tensor& x, const Tensor& amax, const Q
     return out;
 }
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-    try {
-        f();
-        ADD_FAILURE() << "no error thrown; expected one mentioning '" << parts.front() << "'";
-    } catch (const std::runtime_error& e) {
-        std::string message = e.what();
-        for (const std::string& part : parts)
-            EXPECT_NE(message.find(part), std::string::npos)
-                << "'" << message << "' does not mention '" << part << "'";
-    }
-    clear_tape();
-}
 
 struct FakeQuantRun {
     Tensor x, out, grad;

@@ -18,6 +18,7 @@
 #include <functional>
 #include <string>
 
+#include "tests/support/expect_error.h"
 #include "quant/calibrators.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
@@ -38,17 +39,6 @@ Tensor batch_tensor(const nlohmann::json& ints) {
     return from_vector({(int64_t)v.size()}, v);
 }
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-    try {
-        f();
-        ADD_FAILURE() << "no error thrown; expected one mentioning '" << parts.front() << "'";
-    } catch (const std::runtime_error& e) {
-        std::string message = e.what();
-        for (const std::string& part : parts)
-            EXPECT_NE(message.find(part), std::string::npos)
-                << "'" << message << "' does not mention '" << part << "'";
-    }
-}
 
 class HistogramFixture : public ::testing::TestWithParam<std::string> {
 protected:

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/expect_error.h"
 #include "autograd/tape.h"
 #include "quant/fake_quant.h"
 #include "quant/tensor_quantizer.h"
@@ -18,18 +19,6 @@ using namespace qdq::testing;
 
 namespace {
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-    try {
-        f();
-        ADD_FAILURE() << "no error thrown; expected one mentioning '" << parts.front() << "'";
-    } catch (const std::runtime_error& e) {
-        std::string message = e.what();
-        for (const std::string& part : parts)
-            EXPECT_NE(message.find(part), std::string::npos)
-                << "'" << message << "' does not mention '" << part << "'";
-    }
-    clear_tape();
-}
 
 QuantDescriptor parse(const std::string& text) {
     QuantDescriptor d;
