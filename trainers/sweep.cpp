@@ -57,7 +57,8 @@ nlohmann::json draw(const nlohmann::json& spec, Rng& rng, const std::string& whe
     if (!spec.is_object() || spec.size() != 1)
         throw std::runtime_error(where + " must be one of {\"uniform\": [a, b]}, {\"log_uniform\": [a, b]}, "
                                  "{\"choice\": [...]}");
-    const auto& [kind, args] = *spec.items().begin();
+    const std::string kind = spec.begin().key();
+    const nlohmann::json& args = spec.begin().value();
     if (kind == "choice") {
         if (!args.is_array() || args.empty()) throw std::runtime_error(where + ".choice must be a non-empty list");
         return args[(size_t)(rng.next_u64() % args.size())];
