@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 
+#include "tests/support/expect_error.h"
 #include "autograd/tape.h"
 #include "data/data_dir.h"
 #include "data/mlm_masking.h"
@@ -23,22 +24,11 @@ namespace qdq {
 namespace {
 
 using testing::TempDir;
+using qdq::testing::expect_error;
 
 // [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4, then words from 5 on.
 const std::string kTinyVocab =
     "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\ndog\nran\n.\nto\npark\na\nbird\nflew\nover\ntree\n";
-
-void expect_error(const std::function<void()>& run, const std::vector<std::string>& parts) {
-    try {
-        run();
-    } catch (const std::runtime_error& e) {
-        const std::string message = e.what();
-        for (const auto& part : parts)
-            EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
-        return;
-    }
-    ADD_FAILURE() << "no std::runtime_error";
-}
 
 void expect_binomial(int64_t count, int64_t trials, double p, const std::string& what) {
     const double mean = (double)trials * p, sd = std::sqrt((double)trials * p * (1 - p));

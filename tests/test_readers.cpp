@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "tests/support/expect_error.h"
 #include "data/classification_reader.h"
 #include "data/delimited_file.h"
 #include "data/imdb_reader.h"
@@ -16,19 +17,7 @@ namespace qdq {
 namespace {
 
 using testing::TempDir;
-
-// The message of the std::runtime_error that `run` throws, which must contain every part.
-void expect_error(const std::function<void()>& run, const std::vector<std::string>& parts) {
-    try {
-        run();
-    } catch (const std::runtime_error& e) {
-        const std::string message = e.what();
-        for (const auto& part : parts)
-            EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
-        return;
-    }
-    ADD_FAILURE() << "no std::runtime_error";
-}
+using qdq::testing::expect_error;
 
 std::vector<std::vector<std::string>> read_all(const std::string& path, const DelimitedFormat& format) {
     DelimitedReader reader(path, format);
