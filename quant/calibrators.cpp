@@ -46,23 +46,26 @@ float abs_max(const float* x, int64_t n, int64_t* nonfinite) {
 }
 
 // idx [n] = min(floor(|x| / width), bins − 1) for |x| <= range_end; `bins` for larger values,
-// NaN and infinity (the caller's slow path)
+// NaN and infinity (the caller's slow path). Returns the largest |x| within the range.
 QDQ_VECTOR_KERNEL
-void bin_indices(int32_t* idx, const float* x, float width, float range_end, int32_t bins,
-                 int64_t n) {
+float bin_indices(int32_t* idx, const float* x, float width, float range_end, int32_t bins,
+                  int64_t n) {
     float last = (float)(bins - 1);
-#pragma omp simd
+    float m = 0.0f;
+#pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; ++i) {
         float v = std::fabs(x[i]);
         bool in = v <= range_end;
         float q = std::min((in ? v : 0.0f) / width, last);
         idx[i] = in ? (int32_t)q : bins;
+        m = std::max(m, in ? v : 0.0f);
     }
+    return m;
 }
 
 struct BinnedBatch {
     std::vector<int64_t> counts;
-    float beyond_max = 0.0f;  // largest |x| beyond the range (0: none)
+    float max = 0.0f;  // largest finite |x|, within the range or beyond it
     int64_t nonfinite = 0;
 };
 
@@ -77,21 +80,21 @@ BinnedBatch bin_batch(const HistogramCalibrator& calib, const Tensor& x) {
         int32_t idx[kBlock];
         for (int64_t b = begin; b < end; b += kBlock) {
             int64_t n = std::min(kBlock, end - b);
-            bin_indices(idx, px + b, calib.width, range_end, bins, n);
+            local.max = std::max(local.max, bin_indices(idx, px + b, calib.width, range_end, bins, n));
             for (int64_t k = 0; k < n; ++k) {
                 if (idx[k] < bins) {
                     ++local.counts[(size_t)idx[k]];
                     continue;
                 }
                 float v = std::fabs(px[b + k]);
-                if (v <= FLT_MAX) local.beyond_max = std::max(local.beyond_max, v);
+                if (v <= FLT_MAX) local.max = std::max(local.max, v);
                 else ++local.nonfinite;
             }
         }
 #pragma omp critical(qdq_histogram_merge)
         {
             for (int32_t i = 0; i < bins; ++i) batch.counts[(size_t)i] += local.counts[(size_t)i];
-            batch.beyond_max = std::max(batch.beyond_max, local.beyond_max);
+            batch.max = std::max(batch.max, local.max);
             batch.nonfinite += local.nonfinite;
         }
     });
@@ -175,17 +178,19 @@ void collect(HistogramCalibrator& calib, const Tensor& x) {
     }
     BinnedBatch batch = bin_batch(calib, x);
     check_finite(batch.nonfinite, "HistogramCalibrator");
-    if (batch.beyond_max > 0.0f) {
+    if (batch.max > histogram_edge(calib, (int64_t)calib.counts.size())) {
         // Grow, then bin the batch again: values at the old range's end belong in the bins after
         // it once those exist, not in the old last bin.
-        calib.counts.resize((size_t)bins_covering(calib, batch.beyond_max), 0);
+        calib.counts.resize((size_t)bins_covering(calib, batch.max), 0);
         batch = bin_batch(calib, x);
     }
     for (size_t i = 0; i < calib.counts.size(); ++i) calib.counts[i] += batch.counts[i];
+    calib.max = std::max(calib.max, batch.max);
 }
 
 void reset(HistogramCalibrator& calib) {
     calib.width = 0.0f;
+    calib.max = 0.0f;
     calib.counts.clear();
 }
 

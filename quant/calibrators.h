@@ -40,6 +40,9 @@ struct HistogramCalibrator {
     int64_t initial_bins = 2048;
     float width = 0.0f;            // 0 until a nonzero value arrives
     std::vector<int64_t> counts{};  // one per bin; empty until the first collect
+    // The largest |x| collected, exactly: the max method's amax, read from the same pass as the
+    // histogram methods' (the last bin's edge can lie beyond it).
+    float max = 0.0f;
 };
 
 void collect(HistogramCalibrator& calib, const Tensor& x);

@@ -27,6 +27,18 @@ void read(const nlohmann::json& j, const char* key, T& out, const std::string& s
     out = j[key].get<T>();
 }
 
+// Each element is checked first: get<std::vector<int>> turns 1.5 into 1, and a string among
+// integers throws a json type_error that names no key.
+template <typename T>
+void read_list(const nlohmann::json& j, const char* key, std::vector<T>& out, const std::string& source,
+               bool (nlohmann::json::*is)() const, const char* type) {
+    if (!j.contains(key)) return;
+    const nlohmann::json& v = j[key];
+    if (!v.is_array() || !std::all_of(v.begin(), v.end(), [&](const nlohmann::json& e) { return (e.*is)(); }))
+        fail(source, key, std::string("must be ") + type + ", got " + v.dump());
+    out = v.get<std::vector<T>>();
+}
+
 struct LinearSite {
     std::string name;  // full module name, e.g. bert.encoder.layer.0.attention.self.query
     nn::Linear* linear;
@@ -56,23 +68,15 @@ void write_amax(TensorQuantizer& q, float value) {
     for (int64_t i = 0; i < q.amax.numel(); ++i) a[i] = value;
 }
 
+// The largest of three single ranges, given to all three; per-channel or missing ones are left.
+void share_largest_range(TensorQuantizer* a, TensorQuantizer* b, TensorQuantizer* c) {
+    for (TensorQuantizer* q : {a, b, c})
+        if (!q || q->amax.numel() != 1) return;
+    float m = std::max({a->amax.item(), b->amax.item(), c->amax.item()});
+    for (TensorQuantizer* q : {a, b, c}) write_amax(*q, m);
+}
+
 }  // namespace
-
-const char* calibrator_name(Calibrator c) {
-    switch (c) {
-        case Calibrator::Max: return "max";
-        case Calibrator::Percentile: return "percentile";
-        case Calibrator::Mse: return "mse";
-        case Calibrator::Entropy: return "entropy";
-    }
-    return "?";
-}
-
-Calibrator calibrator_from_name(const std::string& name, const std::string& where) {
-    for (Calibrator c : {Calibrator::Max, Calibrator::Percentile, Calibrator::Mse, Calibrator::Entropy})
-        if (name == calibrator_name(c)) return c;
-    throw std::runtime_error(where + ": unknown calibrator '" + name + "' (max, percentile, mse or entropy)");
-}
 
 QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const std::string& source) {
     if (!j.is_object()) throw std::runtime_error(source + ": 'quantization' must be an object");
@@ -96,7 +100,7 @@ QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const 
     if (c.per_tensor_weights) c.weight.axis.reset();
     read(j, "quantize_attention", c.quantize_attention, source, &nlohmann::json::is_boolean, "true or false");
     read(j, "quantize_residual", c.quantize_residual, source, &nlohmann::json::is_boolean, "true or false");
-    read(j, "disable", c.disable, source, &nlohmann::json::is_array, "a list of regular expressions");
+    read_list(j, "disable", c.disable, source, &nlohmann::json::is_string, "a list of regular expressions");
     for (const std::string& pattern : c.disable) {
         try {
             std::regex check(pattern);
@@ -104,10 +108,13 @@ QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const 
             fail(source, "disable", "holds an invalid regular expression '" + pattern + "': " + e.what());
         }
     }
-    read(j, "disable_layers", c.disable_layers, source, &nlohmann::json::is_array, "a list of layer indices");
+    read_list(j, "disable_layers", c.disable_layers, source, &nlohmann::json::is_number_integer,
+              "a list of layer indices");
+    for (int layer : c.disable_layers)
+        if (layer < 0) fail(source, "disable_layers", "holds a negative layer index " + std::to_string(layer));
     if (j.contains("calibrator")) {
         if (!j["calibrator"].is_string()) fail(source, "calibrator", "must be a string");
-        c.calibrator = calibrator_from_name(j["calibrator"], source + ": 'quantization.calibrator'");
+        c.calibrator = amax_method_from_name(j["calibrator"], source + ": 'quantization.calibrator'");
     }
     read(j, "percentile", c.percentile, source, &nlohmann::json::is_number, "a number");
     if (!(c.percentile > 0 && c.percentile <= 100)) fail(source, "percentile", "must be in (0, 100]");
@@ -121,8 +128,8 @@ QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const 
     }
     read(j, "recalibrate_weights", c.recalibrate_weights, source, &nlohmann::json::is_boolean, "true or false");
     if (c.input.axis) fail(source, "input", "must be per tensor (no axis): activations have one range");
-    if (c.calibrator != Calibrator::Max && c.input.calib_method != CalibMethod::Histogram)
-        fail(source, "calibrator", std::string("'") + calibrator_name(c.calibrator) +
+    if (c.calibrator != AmaxMethod::Max && c.input.calib_method != CalibMethod::Histogram)
+        fail(source, "calibrator", std::string("'") + amax_method_name(c.calibrator) +
                                        "' needs input.calib_method histogram");
     return c;
 }
@@ -135,7 +142,7 @@ nlohmann::json quantization_config_to_json(const QuantizationConfig& c) {
                         {"quantize_residual", c.quantize_residual},
                         {"disable", c.disable},
                         {"disable_layers", c.disable_layers},
-                        {"calibrator", calibrator_name(c.calibrator)},
+                        {"calibrator", amax_method_name(c.calibrator)},
                         {"percentile", c.percentile},
                         {"calibration_examples", c.calibration_examples},
                         {"fuse_qkv", c.fuse_qkv},
@@ -148,6 +155,13 @@ std::vector<std::string> attach_bert_quantizers(nn::BertModel& bert, const Quant
     std::vector<std::regex> disabled;
     for (const std::string& pattern : c.disable) disabled.emplace_back(pattern);
     const std::set<int> skip_layers(c.disable_layers.begin(), c.disable_layers.end());
+    for (int layer : skip_layers)
+        check(layer >= 0 && layer < (int)bert.layers.size(),
+              "'quantization.disable_layers' holds layer " + std::to_string(layer) + ", the model has " +
+                  std::to_string(bert.layers.size()) + " layers");
+    // per_tensor_weights is a flag of its own for configs built in code, not only from JSON.
+    QuantDescriptor weight = c.weight;
+    if (c.per_tensor_weights) weight.axis.reset();
     std::vector<std::string> attached;
     // Attaches `name` to `owner` unless the config disables it; returns the quantizer or null.
     auto attach = [&](nn::Module& owner, const std::string& owner_name, const std::string& name,
@@ -163,7 +177,7 @@ std::vector<std::string> attach_bert_quantizers(nn::BertModel& bert, const Quant
         for (LinearSite& site : encoder_linears(bert, i)) {
             nn::Linear& l = *site.linear;
             l.input_quantizer = attach(l, site.name, "_input_quantizer", c.input, {});
-            l.weight_quantizer = attach(l, site.name, "_weight_quantizer", c.weight, weight_amax_shape(l, c.weight));
+            l.weight_quantizer = attach(l, site.name, "_weight_quantizer", weight, weight_amax_shape(l, weight));
         }
         nn::BertLayer& layer = *bert.layers[(size_t)i];
         const std::string base = "bert.encoder.layer." + std::to_string(i) + ".";
@@ -211,11 +225,12 @@ void calibrate_weights(const nn::Module& model) {
 void apply_range_options(nn::BertModel& bert, const QuantizationConfig& c) {
     for (auto& layer : bert.layers) {
         nn::BertSelfAttention& a = layer->self_attention;
-        TensorQuantizer* qkv[] = {a.query.input_quantizer, a.key.input_quantizer, a.value.input_quantizer};
-        if (c.fuse_qkv && qkv[0] && qkv[1] && qkv[2]) {
-            // One range for the shared input lets TensorRT fuse the three GEMMs into one.
-            float m = std::max({qkv[0]->amax.item(), qkv[1]->amax.item(), qkv[2]->amax.item()});
-            for (TensorQuantizer* q : qkv) write_amax(*q, m);
+        if (c.fuse_qkv) {
+            // HFQ's fuse_qkv: one GEMM can compute Q, K and V when their outputs share one scale
+            // (the inputs of Q·Kᵀ and probs·V) and, with per-tensor weights, so do the weights.
+            // The three Linear inputs need nothing: they are one tensor, calibrated alike.
+            share_largest_range(a.matmul_q_input_quantizer, a.matmul_k_input_quantizer, a.matmul_v_input_quantizer);
+            share_largest_range(a.query.weight_quantizer, a.key.weight_quantizer, a.value.weight_quantizer);
         }
         TensorQuantizer* gelu_out = layer->output.dense.input_quantizer;
         if (c.clip_gelu && gelu_out && gelu_out->amax.item() > *c.clip_gelu) write_amax(*gelu_out, *c.clip_gelu);

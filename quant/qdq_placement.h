@@ -37,8 +37,6 @@
 
 namespace qdq {
 
-enum class Calibrator { Max, Percentile, Mse, Entropy };
-
 struct QuantizationConfig {
     QuantDescriptor input;
     QuantDescriptor weight;
@@ -47,7 +45,7 @@ struct QuantizationConfig {
     bool quantize_residual = true;
     std::vector<std::string> disable;
     std::vector<int> disable_layers;
-    Calibrator calibrator = Calibrator::Percentile;
+    AmaxMethod calibrator = AmaxMethod::Percentile;
     double percentile = 99.99;
     int64_t calibration_examples = 128;
     bool fuse_qkv = false;
@@ -58,8 +56,6 @@ struct QuantizationConfig {
 // Unknown keys, wrong types and impossible values are errors naming "quantization.<key>".
 QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const std::string& source);
 nlohmann::json quantization_config_to_json(const QuantizationConfig& config);
-const char* calibrator_name(Calibrator c);
-Calibrator calibrator_from_name(const std::string& name, const std::string& where);
 
 // Attaches the quantizers the config asks for to `bert` (registered in `prefix`'s namespace,
 // "bert" for the task models). Every quantizer starts in Quantizing mode with amax NaN, i.e. it

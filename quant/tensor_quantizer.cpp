@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "quant/fake_quant.h"
@@ -64,20 +65,40 @@ Tensor TensorQuantizer::quantize(const Tensor& x) {
 void TensorQuantizer::load_calib_amax() {
     const MaxCalibrator* calib = std::get_if<MaxCalibrator>(&calibrator);
     check(calib != nullptr,
-          "load_calib_amax: a histogram calibrator needs a method (percentile, mse or entropy)");
+          "load_calib_amax: a histogram calibrator needs a method (max, percentile, mse or entropy)");
     write_amax(amax, compute_amax(*calib));
 }
 
-void TensorQuantizer::load_calib_amax(HistogramMethod method, const HistogramAmaxOptions& o) {
+void TensorQuantizer::load_calib_amax(AmaxMethod method, const HistogramAmaxOptions& o) {
     const HistogramCalibrator* calib = std::get_if<HistogramCalibrator>(&calibrator);
     check(calib != nullptr, "load_calib_amax: a max calibrator takes no histogram method");
     float value = 0.0f;
     switch (method) {
-        case HistogramMethod::Percentile: value = percentile_amax(*calib, o.percentile); break;
-        case HistogramMethod::Mse: value = mse_amax(*calib, o.start_bin, o.stride); break;
-        case HistogramMethod::Entropy: value = entropy_amax(*calib, o.start_bin, o.stride); break;
+        case AmaxMethod::Max:
+            check(calib->max > 0.0f, "load_calib_amax: the histogram holds no nonzero value (collect first)");
+            value = calib->max;
+            break;
+        case AmaxMethod::Percentile: value = percentile_amax(*calib, o.percentile); break;
+        case AmaxMethod::Mse: value = mse_amax(*calib, o.start_bin, o.stride); break;
+        case AmaxMethod::Entropy: value = entropy_amax(*calib, o.start_bin, o.stride); break;
     }
     write_amax(amax, {value});
+}
+
+const char* amax_method_name(AmaxMethod method) {
+    switch (method) {
+        case AmaxMethod::Max: return "max";
+        case AmaxMethod::Percentile: return "percentile";
+        case AmaxMethod::Mse: return "mse";
+        case AmaxMethod::Entropy: return "entropy";
+    }
+    return "?";
+}
+
+AmaxMethod amax_method_from_name(const std::string& name, const std::string& where) {
+    for (AmaxMethod m : {AmaxMethod::Max, AmaxMethod::Percentile, AmaxMethod::Mse, AmaxMethod::Entropy})
+        if (name == amax_method_name(m)) return m;
+    throw std::runtime_error(where + ": unknown calibrator '" + name + "' (max, percentile, mse or entropy)");
 }
 
 }  // namespace qdq

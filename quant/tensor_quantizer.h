@@ -11,6 +11,7 @@
 // registered handle and this member stay the same tensor.
 #pragma once
 
+#include <string>
 #include <variant>
 
 #include "autograd/tensor.h"
@@ -28,9 +29,15 @@ enum class QuantMode {
 const char* quant_mode_name(QuantMode mode);
 
 // How load_calib_amax reads a histogram (PQ's compute_amax(method, start_bin=, stride=,
-// percentile=)). The method is a required argument: HF's quant_trainer silently ran percentile
-// when asked for mse, and a choice without a default cannot do that.
-enum class HistogramMethod { Percentile, Mse, Entropy };
+// percentile=)), plus Max: the exact max |x| the histogram pass also keeps, so that one pass
+// over the calibration data serves all four methods. The method is a required argument: HF's
+// quant_trainer silently ran percentile when asked for mse, and a choice without a default
+// cannot do that.
+enum class AmaxMethod { Max, Percentile, Mse, Entropy };
+
+const char* amax_method_name(AmaxMethod method);  // "max", "percentile", "mse", "entropy"
+// Throws "<where>: unknown calibrator ..." for any other name.
+AmaxMethod amax_method_from_name(const std::string& name, const std::string& where);
 
 struct HistogramAmaxOptions {
     double percentile = 99.99;  // PQ's default (ORT's is 99.999)
@@ -56,7 +63,7 @@ struct TensorQuantizer {
     // max calibrator, the second for a histogram; the other pairing throws. The mode is left as
     // it is: switching to Quantizing is the caller's step, as in PQ.
     void load_calib_amax();
-    void load_calib_amax(HistogramMethod method, const HistogramAmaxOptions& options = {});
+    void load_calib_amax(AmaxMethod method, const HistogramAmaxOptions& options = {});
 };
 
 }  // namespace qdq

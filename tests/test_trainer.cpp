@@ -38,6 +38,7 @@ public:
     MeddlingTask(std::unique_ptr<Task> inner, int64_t at_call, Action action)
         : inner_(std::move(inner)), at_call_(at_call), action_(action) {}
     nn::Module& model() override { return inner_->model(); }
+    nn::BertModel& encoder() override { return inner_->encoder(); }
     const nn::BertConfig& model_config() const override { return inner_->model_config(); }
     Rng& dropout_rng() override { return inner_->dropout_rng(); }
     int64_t train_size() const override { return inner_->train_size(); }

@@ -20,6 +20,7 @@
 
 #include "autograd/gemm.h"
 #include "cuda/backend.h"
+#include "trainers/calibrate.h"
 #include "trainers/checkpoint.h"
 #include "trainers/sweep.h"
 #include "trainers/trainer.h"
@@ -54,6 +55,7 @@ struct Command {
     std::vector<std::string> value_options;  // options that take a value (besides --set)
     std::vector<std::string> flags;
     std::function<int(const qdq::RunConfig&, std::map<std::string, std::string>&)> run;
+    std::vector<std::string> optional = {"--out"};  // value options that may be left out
 };
 
 struct UsageError : std::runtime_error {
@@ -100,6 +102,23 @@ int run_eval(const qdq::RunConfig& config, std::map<std::string, std::string>& o
     return 0;
 }
 
+int run_calibrate(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    qdq::CalibrateOptions calibrate_options;
+    calibrate_options.checkpoint = options["--checkpoint"];
+    calibrate_options.out_dir = options["--out"];
+    const std::string sensitivity = options.count("--sensitivity") ? options["--sensitivity"] : "layers";
+    if (sensitivity == "none") calibrate_options.sensitivity = qdq::Sensitivity::none;
+    else if (sensitivity == "layers") calibrate_options.sensitivity = qdq::Sensitivity::layers;
+    else if (sensitivity == "quantizers") calibrate_options.sensitivity = qdq::Sensitivity::quantizers;
+    else throw UsageError("--sensitivity must be none, layers or quantizers, got '" + sensitivity + "'");
+    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {true, true});
+    nlohmann::json result = qdq::calibrate(config, *task, calibrate_options);
+    nlohmann::json summary = {{"fp32", result["fp32"]}, {"best", result["best"]}, {"cost", result["cost"]}};
+    for (const auto& m : result["methods"]) summary[m["method"].get<std::string>()] = m["metrics"];
+    std::printf("%s\n", summary.dump().c_str());
+    return 0;
+}
+
 int run_predict(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
     std::unique_ptr<qdq::Task> task = qdq::make_task(config, {false, false});
     qdq::load_model_weights(task->model(), options["--checkpoint"]);
@@ -120,6 +139,23 @@ const std::map<std::string, Command>& commands() {
           {},
           {"--no-resume"},
           run_train}},
+        {"calibrate",
+         {"usage: qdqtrain calibrate CONFIG [--checkpoint PATH] [--out DIR] [--sensitivity MODE] [--set KEY=VALUE]...\n",
+          "Post-training quantization. Attaches the quantizers of the config's \"quantization\"\n"
+          "section to the fine-tuned float model, evaluates it, runs quantization.calibration_examples\n"
+          "training examples through it once, and for each method (max, percentile 99.9, 99.99 and\n"
+          "99.999, mse, entropy) reads the ranges, evaluates and writes DIR/<method>/model.h5 (the\n"
+          "model.init of a QAT run). Also writes DIR/calibration.json and DIR/calibration_report.md\n"
+          "with per-quantizer ranges, clipped fractions, SQNR, histograms and a sensitivity sweep.\n"
+          "\n"
+          "  --checkpoint PATH the float weights (default: model.init)\n"
+          "  --out DIR         output directory (default: training.output_dir)\n"
+          "  --sensitivity M   none, layers (default: each layer left in float in turn) or\n"
+          "                    quantizers (each quantizer left in float in turn)\n",
+          {"--checkpoint", "--out", "--sensitivity"},
+          {},
+          run_calibrate,
+          {"--checkpoint", "--out", "--sensitivity"}}},
         {"eval",
          {"usage: qdqtrain eval CONFIG --checkpoint PATH [--set KEY=VALUE]... [--out FILE]\n",
           "Evaluates the weights of PATH (a checkpoint, model.h5, a .safetensors file or a\n"
@@ -237,7 +273,7 @@ int run_command(const std::string& name, const Command& command, int argc, char*
     }
     if (config_path.empty()) throw UsageError("missing CONFIG");
     for (const std::string& required : command.value_options)
-        if (required != "--out" && !options.count(required)) throw UsageError("missing " + required);
+        if (!contains(command.optional, required) && !options.count(required)) throw UsageError("missing " + required);
 
     qdq::RunConfig config;
     try {

@@ -34,7 +34,7 @@ public:
           model_(model_config_, init_rng_),
           tokenizer_(task_tokenizer(config)),
           masking_(mlm_masking(tokenizer_, config.data.mlm_probability)) {
-        if (!config.model.init.empty()) load_model_weights(model_, config.model.init);
+        init_task_model(model_, model_.bert, config);
         // Random replacements and the vocab's ids index the word embeddings.
         if (masking_.vocab_size > model_config_.vocab_size)
             throw std::runtime_error(config.source + ": data.vocab " + config.data.vocab + " has " +
@@ -46,6 +46,7 @@ public:
     }
 
     nn::Module& model() override { return model_; }
+    nn::BertModel& encoder() override { return model_.bert; }
     const nn::BertConfig& model_config() const override { return model_config_; }
     Rng& dropout_rng() override { return model_.dropout_rng; }
     int64_t train_size() const override { return sequence_count(train_); }

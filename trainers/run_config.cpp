@@ -7,6 +7,7 @@
 
 #include "data/data_dir.h"
 #include "nn/bert_config.h"
+#include "quant/qdq_placement.h"
 #include "trainers/json_fields.h"
 
 namespace qdq {
@@ -14,16 +15,6 @@ namespace qdq {
 namespace fs = std::filesystem;
 
 namespace {
-
-nlohmann::json read_json_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(path + ": not valid JSON: " + e.what());
-    }
-}
 
 std::string resolve(const std::string& base, const std::string& path) {
     if (path.empty() || fs::path(path).is_absolute()) return path;
@@ -159,8 +150,25 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
 
     root.read("quantization", c.quantization);
+    if (!c.quantization.is_null()) quantization_config_from_json(c.quantization, source);
     root.finish();
     return c;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw std::runtime_error(path + ": not valid JSON: " + e.what());
+    }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+    std::ofstream out(path, std::ios::trunc);
+    out << j.dump(2) << '\n';
+    if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -92,6 +92,10 @@ struct RunConfig {
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
 RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
                            const std::string& base_dir);
+// JSON files of runs (configs, results); errors name the file.
+nlohmann::json read_json_file(const std::string& path);
+void write_json_file(const std::string& path, const nlohmann::json& j);
+
 // The resolved config, as written into the output directory.
 nlohmann::json run_config_to_json(const RunConfig& config);
 

@@ -108,7 +108,7 @@ public:
           init_rng_(config.training.seed),
           model_(model_config_, init_rng_),
           tokenizer_(task_tokenizer(config)) {
-        if (!config.model.init.empty()) load_model_weights(model_, config.model.init);
+        init_task_model(model_, model_.bert, config);
         const DataSettings& d = config.data;
         const bool split = d.squad_eval_fraction > 0;
         if (split && !d.eval_files.empty())
@@ -142,6 +142,7 @@ public:
     }
 
     nn::Module& model() override { return model_; }
+    nn::BertModel& encoder() override { return model_.bert; }
     const nn::BertConfig& model_config() const override { return model_config_; }
     Rng& dropout_rng() override { return model_.dropout_rng; }
     int64_t train_size() const override { return (int64_t)train_.windows.size(); }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "nn/pretrained.h"
+#include "quant/qdq_placement.h"
 #include "trainers/checkpoint.h"
 
 namespace qdq {
@@ -27,6 +28,12 @@ nn::BertConfig task_model_config(const RunConfig& config) {
 
 WordPieceTokenizer task_tokenizer(const RunConfig& config) {
     return load_wordpiece_tokenizer(config.data.vocab, config.data.do_lower_case);
+}
+
+void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config) {
+    if (!config.quantization.is_null())
+        attach_bert_quantizers(bert, quantization_config_from_json(config.quantization, config.source));
+    if (!config.model.init.empty()) load_model_weights(model, config.model.init);
 }
 
 std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size) {

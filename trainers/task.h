@@ -15,6 +15,7 @@
 #include "autograd/rng.h"
 #include "autograd/tensor.h"
 #include "data/tokenizer.h"
+#include "nn/bert.h"
 #include "nn/bert_config.h"
 #include "nn/module.h"
 #include "trainers/run_config.h"
@@ -32,6 +33,8 @@ public:
     virtual ~Task() = default;
 
     virtual nn::Module& model() = 0;
+    // The encoder inside model(), where quantizers sit (quant/qdq_placement.h).
+    virtual nn::BertModel& encoder() = 0;
     // The model's config as the task built it (classification sets num_labels from the data).
     virtual const nn::BertConfig& model_config() const = 0;
     // The stream the model's dropout draws from; the trainer saves and restores it.
@@ -65,11 +68,15 @@ nn::BertConfig task_model_config(const RunConfig& config);
 
 // Builds the task's model (HF initialisation from training.seed, then model.init's weights when
 // given; missing weights are reported on stderr, as HF's from_pretrained warns) and reads the
-// data sets `data` asks for. Errors name the file and the config key.
+// data sets `data` asks for. Errors name the file and the config key. With a "quantization"
+// section the model gets its quantizers (quant/qdq_placement.h) before model.init is read, so
+// a calibrated checkpoint's ranges load with its weights.
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
 
 // The pieces every task shares.
 WordPieceTokenizer task_tokenizer(const RunConfig& config);
+// The quantizers the config asks for, then model.init's weights (see make_task).
+void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config);
 // Evaluation batches: indices 0..N-1 cut into batch_size runs after sorting by length (longest
 // first), so that a batch pads little. The order of the examples does not change any metric.
 std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size);

@@ -14,6 +14,8 @@
 #include "optim/clip_grad.h"
 #include "optim/schedule.h"
 #include "optim/state.h"
+#include "quant/calibration.h"
+#include "quant/qdq_placement.h"
 #include "trainers/checkpoint.h"
 #include "trainers/run_log.h"
 
@@ -65,12 +67,6 @@ NamedTensors parameters_of(const std::vector<ParamGroup>& groups) {
     NamedTensors all;
     for (const ParamGroup& g : groups) all.insert(all.end(), g.params.begin(), g.params.end());
     return all;
-}
-
-void write_json(const std::string& path, const nlohmann::json& j) {
-    std::ofstream out(path, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
 }  // namespace
@@ -128,9 +124,18 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     } else if (!options.resume) {
         for (const std::string& path : existing) fs::remove(path);
     }
+    if (!config.quantization.is_null()) {
+        // Quantization-aware training: the ranges come from model.init (a calibrated checkpoint)
+        // or a resumed checkpoint. Recalibrated weight ranges are taken once, at step 0, so a
+        // resumed run keeps the ranges it started with.
+        if (state.step == 0 && quantization_config_from_json(config.quantization, config.source).recalibrate_weights)
+            calibrate_weights(model);
+        check_calibrated(model, "QAT starts from a checkpoint written by 'qdqtrain calibrate' (model.init)");
+        set_quant_mode(model, QuantMode::Quantizing);
+    }
     for (const auto& entry : fs::directory_iterator(out_dir))  // left by a run killed mid-write
         if (entry.path().extension() == ".tmp") fs::remove(entry.path());
-    write_json(out_dir + "/config.json", resolved);
+    write_json_file(out_dir + "/config.json", resolved);
     RunLog log(out_dir + "/metrics.jsonl", state.step, total_steps, options.progress_bar);
     if (state.step > 0)
         log.note("resuming " + out_dir + " at step " + std::to_string(state.step) + " of " + std::to_string(total_steps));
@@ -235,7 +240,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
                  std::to_string(*state.best_metric) + ")");
     }
     nn::save_hdf5(model, task.model_config(), out_dir + "/model.h5");
-    write_json(out_dir + "/eval_results.json", last_metrics);
+    write_json_file(out_dir + "/eval_results.json", last_metrics);
     return {TrainStatus::finished, state.step, last_metrics, ""};
 }
 

@@ -1,0 +1,70 @@
+#include "quant/calibration.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "quant/qdq_placement.h"
+
+namespace qdq {
+
+std::string calibration_method_name(const CalibrationMethod& m) {
+    if (m.method != AmaxMethod::Percentile) return amax_method_name(m.method);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "percentile-%g", m.percentile);
+    return buf;
+}
+
+std::vector<CalibrationMethod> standard_calibration_methods() {
+    return {{AmaxMethod::Max},           {AmaxMethod::Percentile, 99.9}, {AmaxMethod::Percentile, 99.99},
+            {AmaxMethod::Percentile, 99.999}, {AmaxMethod::Mse},        {AmaxMethod::Entropy}};
+}
+
+bool is_weight_quantizer(const std::string& name) {
+    const std::string suffix = "_weight_quantizer";
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void begin_calibration(const nn::Module& model) {
+    calibrate_weights(model);
+    for (auto& [name, q] : model.named_quantizers()) {
+        // The activations are collected from the float model, as PQ's recipe does (quantization
+        // off everywhere while calibrating): ranges do not depend on the order layers are visited.
+        if (is_weight_quantizer(name)) {
+            q->mode = QuantMode::Disabled;
+            continue;
+        }
+        std::visit([](auto& calib) { reset(calib); }, q->calibrator);
+        q->mode = QuantMode::Calibrating;
+    }
+}
+
+void load_activation_ranges(const nn::Module& model, const CalibrationMethod& method) {
+    for (auto& [name, q] : model.named_quantizers()) {
+        if (!is_weight_quantizer(name)) {
+            try {
+                if (std::holds_alternative<MaxCalibrator>(q->calibrator)) {
+                    if (method.method != AmaxMethod::Max)
+                        throw std::runtime_error(std::string("collected max only; '") + amax_method_name(method.method) +
+                                                 "' needs calib_method histogram");
+                    q->load_calib_amax();
+                } else {
+                    q->load_calib_amax(method.method, {.percentile = method.percentile});
+                }
+            } catch (const std::exception& e) {
+                throw std::runtime_error(name + ": " + e.what());
+            }
+        }
+        q->mode = QuantMode::Quantizing;
+    }
+}
+
+void check_calibrated(const nn::Module& model, const std::string& hint) {
+    for (auto& [name, q] : model.named_quantizers()) {
+        const float* a = q->amax.f32();
+        for (int64_t i = 0; i < q->amax.numel(); ++i)
+            if (std::isnan(a[i])) throw std::runtime_error(name + " has no range (amax is NaN): " + hint);
+    }
+}
+
+}  // namespace qdq

@@ -1,0 +1,233 @@
+// Post-training calibration and QAT on a tiny model: the histogram's exact max, range
+// statistics against exact and by-hand values, the calibration lifecycle of a model's
+// quantizers, `calibrate` writing checkpoints that evaluate to the metrics it reported, and QAT
+// starting from them (and refusing to start from float weights).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "quant/calibration.h"
+#include "quant/qdq_placement.h"
+#include "quant/range_stats.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
+#include "trainers/calibrate.h"
+#include "trainers/checkpoint.h"
+#include "trainers/trainer.h"
+
+using namespace qdq;
+using qdq::testing::expect_error;
+using qdq::testing::TempDir;
+using qdq::testing::tiny_config;
+using qdq::testing::write_task_files;
+namespace fs = std::filesystem;
+
+namespace {
+
+Tensor gaussian(int64_t n, float scale, uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    Tensor t = empty({n});
+    for (int64_t i = 0; i < n; ++i) t.f32()[i] = d(gen);
+    return t;
+}
+
+nlohmann::json quantized_config(const TempDir& dir, const std::string& out) {
+    nlohmann::json c = tiny_config(dir, out);
+    c["quantization"] = {{"calibration_examples", 32}};
+    return c;
+}
+
+RunConfig parse(const nlohmann::json& raw) { return parse_run_config(raw, "test.json", "."); }
+
+}  // namespace
+
+TEST(HistogramMax, IsTheExactMaxAcrossGrowingBatches) {
+    HistogramCalibrator hist;
+    MaxCalibrator max;
+    // The second batch grows the range; the third stays inside it with a new largest value.
+    for (auto [scale, seed] : {std::pair{1.0f, 1u}, {4.0f, 2u}, {3.9f, 3u}}) {
+        Tensor x = gaussian(5000, scale, seed);
+        collect(hist, x);
+        collect(max, x);
+    }
+    EXPECT_EQ(hist.max, compute_amax(max)[0]);
+    TensorQuantizer q(QuantDescriptor{.calib_method = CalibMethod::Histogram});
+    q.calibrator = hist;
+    q.load_calib_amax(AmaxMethod::Max);
+    EXPECT_EQ(q.amax.item(), compute_amax(max)[0]);
+    reset(hist);
+    EXPECT_EQ(hist.max, 0.0f);
+}
+
+TEST(RangeStats, ByHand) {
+    // 8 bits, amax 1: scale 127. 0.5 -> 64/127 (63.5 rounds to even), -1 -> -1, 2 clips to 1,
+    // 0.26 -> 33/127. Only 2 lies beyond amax (|-1| is on it).
+    Tensor x = from_vector({4}, {0.5f, -1.0f, 2.0f, 0.26f});
+    RangeStats s = tensor_range_stats(x, full({}, 1.0f), {});
+    const double e1 = 64.0 / 127 - 0.5, e4 = 33.0 / 127 - 0.26;
+    const double signal = 0.25 + 1 + 4 + 0.26 * 0.26, noise = e1 * e1 + 1 + e4 * e4;
+    EXPECT_DOUBLE_EQ(s.clipped_fraction, 0.25);
+    EXPECT_NEAR(s.sqnr_db, 10 * std::log10(signal / noise), 1e-5);
+    // Per channel: rows of a [2, 2] weight with amax {2, 1}: nothing clipped.
+    Tensor w = from_vector({2, 2}, {0.5f, -1.0f, 1.0f, 0.25f});
+    EXPECT_DOUBLE_EQ(tensor_range_stats(w, from_vector({2, 1}, {2.0f, 1.0f}), {.axis = 0}).clipped_fraction, 0.0);
+    EXPECT_DOUBLE_EQ(tensor_range_stats(w, from_vector({2, 1}, {0.5f, 1.0f}), {.axis = 0}).clipped_fraction, 0.25);
+    expect_error([&] { tensor_range_stats(w, from_vector({3, 1}, {2.0f, 1.0f, 1.0f}), {.axis = 0}); },
+                 {"one amax per row"});
+}
+
+TEST(RangeStats, HistogramAgreesWithExactValues) {
+    Tensor x = gaussian(200000, 1.0f, 7);
+    HistogramCalibrator hist;
+    collect(hist, x);
+    for (float amax : {percentile_amax(hist, 99.9), percentile_amax(hist, 99.99), hist.max}) {
+        RangeStats approx = histogram_range_stats(hist, amax);
+        RangeStats exact = tensor_range_stats(x, full({}, amax), {});
+        EXPECT_NEAR(approx.sqnr_db, exact.sqnr_db, 0.3) << "amax " << amax;
+        EXPECT_NEAR(approx.clipped_fraction, exact.clipped_fraction, 2e-5) << "amax " << amax;
+    }
+}
+
+TEST(Calibration, LifecycleOfAModelsQuantizers) {
+    TempDir dir;
+    write_task_files(dir);
+    RunConfig config = parse(quantized_config(dir, "run"));
+    std::unique_ptr<Task> task = make_task(config, {true, false});
+    nn::Module& model = task->model();
+    const auto quantizers = model.named_quantizers();
+    ASSERT_EQ(quantizers.size(), 20u);  // one layer: 6 Linears × 2, 4 attention operands, 4 residual addends
+    expect_error([&] { check_calibrated(model, "calibrate first"); }, {"_quantizer has no range", "calibrate first"});
+
+    begin_calibration(model);
+    for (auto& [name, q] : quantizers) {
+        EXPECT_EQ(q->mode, is_weight_quantizer(name) ? QuantMode::Disabled : QuantMode::Calibrating) << name;
+        if (!is_weight_quantizer(name)) continue;
+        // Per channel max: amax[r] = max_c |w[r, c]|.
+        const std::string weight_name = name.substr(0, name.size() - std::string("_weight_quantizer").size()) + "weight";
+        Tensor w;
+        for (const NamedTensor& p : model.named_parameters())
+            if (p.name == weight_name) w = p.tensor;
+        ASSERT_TRUE(w.defined()) << name;
+        for (int64_t r = 0; r < w.size(0); ++r) {
+            float m = 0;
+            for (int64_t c = 0; c < w.size(1); ++c) m = std::max(m, std::fabs(w.f32()[r * w.size(1) + c]));
+            EXPECT_EQ(q->amax.f32()[r], m) << name << " row " << r;
+        }
+    }
+    Rng rng(1);
+    {
+        model.eval();
+        NoGradGuard no_grad;
+        task->train_loss({0, 1, 2, 3, 4, 5, 6, 7}, rng);
+    }
+    load_activation_ranges(model, {AmaxMethod::Max});
+    for (auto& [name, q] : quantizers) {
+        EXPECT_EQ(q->mode, QuantMode::Quantizing) << name;
+        EXPECT_GT(q->amax.f32()[0], 0.0f) << name;
+    }
+    check_calibrated(model, "");
+    // The histogram's statistics stay: another method reads them again, never above max.
+    std::vector<float> max_ranges;
+    for (auto& [name, q] : quantizers) max_ranges.push_back(q->amax.f32()[0]);
+    load_activation_ranges(model, {AmaxMethod::Percentile, 99.0});
+    for (size_t i = 0; i < quantizers.size(); ++i) {
+        if (!is_weight_quantizer(quantizers[i].first)) EXPECT_LE(quantizers[i].second->amax.item(), max_ranges[i]);
+    }
+}
+
+TEST(Calibration, MaxCollectorOnlyServesTheMaxMethod) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = quantized_config(dir, "run");
+    raw["quantization"]["input"] = {{"calib_method", "max"}};
+    raw["quantization"]["calibrator"] = "max";
+    std::unique_ptr<Task> task = make_task(parse(raw), {true, false});
+    begin_calibration(task->model());
+    Rng rng(1);
+    task->model().eval();
+    NoGradGuard no_grad;
+    task->train_loss({0, 1, 2, 3}, rng);
+    expect_error([&] { load_activation_ranges(task->model(), {AmaxMethod::Mse}); },
+                 {"_input_quantizer", "'mse' needs calib_method histogram"});
+    load_activation_ranges(task->model(), {AmaxMethod::Max});
+    check_calibrated(task->model(), "");
+}
+
+TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFromThem) {
+    TempDir dir;
+    write_task_files(dir);
+    // A float model first.
+    RunConfig fp32 = parse(tiny_config(dir, "fp32"));
+    std::unique_ptr<Task> fp32_task = make_task(fp32, {true, true});
+    ASSERT_EQ(train(fp32, *fp32_task, {}).status, TrainStatus::finished);
+    const std::string float_weights = (dir.path() / "fp32" / "model.h5").string();
+
+    nlohmann::json raw = quantized_config(dir, "calib");
+    raw["model"]["init"] = float_weights;
+    RunConfig config = parse(raw);
+    std::unique_ptr<Task> task = make_task(config, {true, true});
+    nlohmann::json result = calibrate(config, *task, {});
+    EXPECT_EQ(result["fp32"]["accuracy"], fp32_task->evaluate(16)["accuracy"]);
+    ASSERT_EQ(result["methods"].size(), 6u);
+    ASSERT_EQ(result["sensitivity"]["rows"].size(), 1u);  // one layer
+    EXPECT_EQ(result["quantizers"].size(), 20u);
+    EXPECT_GT(result["cost"]["plain_pass_seconds"].get<double>(), 0.0);
+    const fs::path out = dir.path() / "calib";
+    for (const char* file : {"calibration.json", "calibration_report.md", "plots/metric_by_method.svg"})
+        EXPECT_TRUE(fs::exists(out / file)) << file;
+
+    for (const auto& m : result["methods"]) {
+        // A fresh quantized model from the method's checkpoint evaluates to what calibrate saw.
+        nlohmann::json eval_raw = quantized_config(dir, "eval");
+        eval_raw["model"]["init"] = m["checkpoint"];
+        std::unique_ptr<Task> fresh = make_task(parse(eval_raw), {false, true});
+        check_calibrated(fresh->model(), "");
+        EXPECT_EQ(fresh->evaluate(16), m["metrics"]) << m["method"];
+    }
+
+    // QAT from the percentile checkpoint: the ranges stay as calibrated, the weights move.
+    nlohmann::json qat_raw = quantized_config(dir, "qat");
+    qat_raw["model"]["init"] = (out / "percentile-99.99" / "model.h5").string();
+    qat_raw["training"]["learning_rate"] = 1e-3;
+    qat_raw["training"]["max_steps"] = 4;
+    RunConfig qat = parse(qat_raw);
+    std::unique_ptr<Task> qat_task = make_task(qat, {true, true});
+    NamedTensors before = qat_task->model().state_dict();
+    for (NamedTensor& t : before) t.tensor = t.tensor.clone();
+    ASSERT_EQ(train(qat, *qat_task, {}).status, TrainStatus::finished);
+    NamedTensors after = qat_task->model().state_dict();
+    int ranges = 0, moved = 0;
+    for (size_t i = 0; i < before.size(); ++i) {
+        const bool same = std::equal(before[i].tensor.f32(), before[i].tensor.f32() + before[i].tensor.numel(),
+                                     after[i].tensor.f32());
+        if (before[i].name.find("_amax") != std::string::npos) {
+            ++ranges;
+            EXPECT_TRUE(same) << before[i].name;
+        } else if (!same) {
+            ++moved;
+        }
+    }
+    EXPECT_EQ(ranges, 20);
+    EXPECT_GT(moved, 10);
+    // Checkpoints keep the ranges: a resumed QAT run quantizes as before.
+    EXPECT_EQ(load_checkpoint(list_checkpoints((dir.path() / "qat").string()).back()).model.size(), before.size());
+
+    // QAT from float weights has no ranges to start from.
+    nlohmann::json bad = quantized_config(dir, "qat_from_float");
+    bad["model"]["init"] = float_weights;
+    RunConfig bad_config = parse(bad);
+    std::unique_ptr<Task> bad_task = make_task(bad_config, {true, true});
+    expect_error([&] { train(bad_config, *bad_task, {}); }, {"has no range", "qdqtrain calibrate"});
+}
+
+TEST(Calibrate, NeedsAQuantizationSection) {
+    TempDir dir;
+    write_task_files(dir);
+    RunConfig config = parse(tiny_config(dir, "run"));
+    std::unique_ptr<Task> task = make_task(config, {true, true});
+    expect_error([&] { calibrate(config, *task, {}); }, {"test.json", "\"quantization\" section"});
+}

@@ -1,0 +1,195 @@
+#include "trainers/calibrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include "autograd/tape.h"
+#include "quant/calibration.h"
+#include "quant/qdq_placement.h"
+#include "quant/range_stats.h"
+#include "trainers/calibration_report.h"
+#include "trainers/checkpoint.h"
+#include "trainers/trainer.h"
+
+namespace qdq {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double now_seconds() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Batches of the calibration examples, longest first as in evaluation (little padding).
+std::vector<std::vector<int64_t>> calibration_batches(Task& task, int64_t count, int64_t batch_size) {
+    std::vector<size_t> chosen = example_subset((size_t)task.train_size(), count);
+    std::vector<int32_t> all_lengths = task.train_lengths(), lengths;
+    for (size_t i : chosen) lengths.push_back(all_lengths[i]);
+    std::vector<std::vector<int64_t>> batches = eval_batches(lengths, batch_size);
+    for (auto& batch : batches)
+        for (int64_t& i : batch) i = (int64_t)chosen[(size_t)i];
+    return batches;
+}
+
+// The forward pass of training batches in eval mode (no dropout) without the tape; returns seconds.
+double forward_pass(Task& task, const std::vector<std::vector<int64_t>>& batches, uint64_t seed) {
+    nn::Module& model = task.model();
+    const bool was_training = model.is_training();
+    model.eval();
+    NoGradGuard no_grad;
+    Rng rng(seed);  // MLM masking; classification and SQuAD draw nothing
+    double start = now_seconds();
+    for (const auto& batch : batches) task.train_loss(batch, rng);
+    double seconds = now_seconds() - start;
+    model.train(was_training);
+    return seconds;
+}
+
+nlohmann::json histogram_json(const HistogramCalibrator& calib) {
+    // At most 512 bars: enough to see the shape and the tail, small enough to keep in the JSON.
+    const size_t bins = calib.counts.size(), merge = (bins + 511) / 512;
+    std::vector<int64_t> counts((bins + merge - 1) / merge, 0);
+    for (size_t i = 0; i < bins; ++i) counts[i / merge] += calib.counts[i];
+    return {{"bin_width", (double)calib.width * (double)merge}, {"counts", counts}, {"max", calib.max}};
+}
+
+double main_value(const nlohmann::json& metrics, const std::string& metric, const std::string& source) {
+    if (!metrics.contains(metric) || !metrics[metric].is_number())
+        throw std::runtime_error(source + ": the evaluation has no metric '" + metric + "'");
+    return metrics[metric].get<double>();
+}
+
+// Evaluates with the quantizers matching `left_in_float` disabled, then re-enables them.
+nlohmann::json evaluate_without(Task& task, const std::vector<std::pair<std::string, TensorQuantizer*>>& quantizers,
+                                const std::function<bool(const std::string&)>& left_in_float, int64_t batch_size) {
+    for (auto& [name, q] : quantizers)
+        if (left_in_float(name)) q->mode = QuantMode::Disabled;
+    nlohmann::json metrics = task.evaluate(batch_size);
+    for (auto& [name, q] : quantizers) q->mode = QuantMode::Quantizing;
+    return metrics;
+}
+
+}  // namespace
+
+nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
+    if (config.quantization.is_null())
+        throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
+    const QuantizationConfig qc = quantization_config_from_json(config.quantization, config.source);
+    nn::Module& model = task.model();
+    const auto quantizers = model.named_quantizers();
+    if (quantizers.empty()) throw std::runtime_error(config.source + ": the quantization section attaches no quantizer");
+    std::string checkpoint = options.checkpoint.empty() ? config.model.init : options.checkpoint;
+    if (checkpoint.empty())
+        throw std::runtime_error(config.source + ": calibrate needs float weights: --checkpoint or model.init");
+    if (!options.checkpoint.empty()) load_model_weights(model, checkpoint);
+    const std::string out_dir = options.out_dir.empty() ? config.training.output_dir : options.out_dir;
+    fs::create_directories(out_dir + "/plots");
+    const TrainingSettings& t = config.training;
+    const int64_t batch_size = t.per_device_eval_batch_size;
+    const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
+
+    nlohmann::json result = {{"checkpoint", checkpoint}, {"metric", metric}, {"quantization", config.quantization}};
+    set_quant_mode(model, QuantMode::Disabled);
+    result["fp32"] = task.evaluate(batch_size);
+    std::cerr << "calibrate: fp32 " << metric << " " << result["fp32"][metric] << "\n";
+
+    // The plain pass first, over the very batches calibration reads: the cost's denominator.
+    const auto batches = calibration_batches(task, qc.calibration_examples, batch_size);
+    const double plain_seconds = forward_pass(task, batches, t.seed);
+    begin_calibration(model);
+    const double collect_seconds = forward_pass(task, batches, t.seed);
+
+    std::map<std::string, Tensor> weights;
+    for (const NamedTensor& p : model.named_parameters()) weights[p.name] = p.tensor;
+    nlohmann::json stats = nlohmann::json::array();
+    for (auto& [name, q] : quantizers) {
+        nlohmann::json entry = {{"name", name}, {"kind", is_weight_quantizer(name) ? "weight" : "activation"}};
+        if (is_weight_quantizer(name)) {
+            const std::string weight = name.substr(0, name.size() - std::string("_weight_quantizer").size()) + "weight";
+            RangeStats s = tensor_range_stats(weights.at(weight), q->amax, quant_params(q->desc));
+            const float* a = q->amax.f32();
+            entry["amax_max"] = *std::max_element(a, a + q->amax.numel());
+            entry["amax_min"] = *std::min_element(a, a + q->amax.numel());
+            entry["clipped_fraction"] = s.clipped_fraction;
+            entry["sqnr_db"] = s.sqnr_db;
+        } else if (const auto* h = std::get_if<HistogramCalibrator>(&q->calibrator)) {
+            entry["histogram"] = histogram_json(*h);
+        }
+        stats.push_back(entry);
+    }
+
+    nlohmann::json methods = nlohmann::json::array();
+    double ranges_seconds = 0;
+    std::string best_name;
+    double best_value = 0;
+    for (const CalibrationMethod& m : standard_calibration_methods()) {
+        const std::string name = calibration_method_name(m);
+        double start = now_seconds();
+        load_activation_ranges(model, m);
+        apply_range_options(task.encoder(), qc);
+        ranges_seconds += now_seconds() - start;
+        for (size_t i = 0; i < quantizers.size(); ++i) {
+            TensorQuantizer& q = *quantizers[i].second;
+            const auto* h = std::get_if<HistogramCalibrator>(&q.calibrator);
+            if (is_weight_quantizer(quantizers[i].first) || !h) continue;
+            RangeStats s = histogram_range_stats(*h, q.amax.item());
+            stats[i]["methods"][name] = {{"amax", q.amax.item()}, {"clipped_fraction", s.clipped_fraction},
+                                         {"sqnr_db", s.sqnr_db}};
+        }
+        nlohmann::json metrics = task.evaluate(batch_size);
+        const double value = main_value(metrics, metric, config.source);
+        std::cerr << "calibrate: " << name << " " << metric << " " << value << "\n";
+        nlohmann::json saved_config = run_config_to_json(config);
+        saved_config["quantization"]["calibrator"] = amax_method_name(m.method);
+        saved_config["quantization"]["percentile"] = m.percentile;
+        fs::create_directories(out_dir + "/" + name);
+        const std::string path = out_dir + "/" + name + "/model.h5";
+        save_checkpoint(path, {model.state_dict(), {}, {}, saved_config});
+        methods.push_back({{"method", name}, {"metrics", metrics}, {"checkpoint", path}});
+        if (best_name.empty() || is_improvement(t, metric, value, best_value)) best_name = name, best_value = value;
+    }
+    result["methods"] = methods;
+    result["best"] = best_name;
+    result["cost"] = {{"calibration_examples", (int64_t)qc.calibration_examples},
+                      {"batches", (int64_t)batches.size()},
+                      {"plain_pass_seconds", plain_seconds},
+                      {"collect_seconds", collect_seconds},
+                      {"collect_ratio", collect_seconds / plain_seconds},
+                      {"ranges_seconds_all_methods", ranges_seconds},
+                      {"total_ratio", (collect_seconds + ranges_seconds) / plain_seconds}};
+    result["quantizers"] = stats;
+
+    if (options.sensitivity != Sensitivity::none) {
+        for (const CalibrationMethod& m : standard_calibration_methods())
+            if (calibration_method_name(m) == best_name) load_activation_ranges(model, m);
+        apply_range_options(task.encoder(), qc);
+        nlohmann::json rows = nlohmann::json::array();
+        if (options.sensitivity == Sensitivity::layers) {
+            for (size_t i = 0; i < task.encoder().layers.size(); ++i) {
+                const std::string tag = "encoder.layer." + std::to_string(i) + ".";
+                nlohmann::json metrics = evaluate_without(
+                    task, quantizers, [&](const std::string& n) { return n.find(tag) != std::string::npos; }, batch_size);
+                rows.push_back({{"left_in_float", "layer " + std::to_string(i)}, {"value", main_value(metrics, metric, config.source)}});
+            }
+        } else {
+            for (auto& [name, q] : quantizers) {
+                nlohmann::json metrics =
+                    evaluate_without(task, quantizers, [&](const std::string& n) { return n == name; }, batch_size);
+                rows.push_back({{"left_in_float", name}, {"value", main_value(metrics, metric, config.source)}});
+            }
+        }
+        result["sensitivity"] = {{"method", best_name}, {"baseline", best_value}, {"rows", rows}};
+    }
+    write_json_file(out_dir + "/calibration.json", result);
+    write_calibration_report(out_dir, result);
+    return result;
+}
+
+}  // namespace qdq

@@ -1,0 +1,36 @@
+// Post-training quantization of a fine-tuned model (`qdqtrain calibrate`): the float model is
+// evaluated, the calibration examples run through it once with every activation quantizer
+// collecting, and then for each method (max, percentile 99.9/99.99/99.999, MSE, entropy) the
+// ranges are read, the quantized model evaluated and saved. A sensitivity sweep then leaves each
+// layer's (or each) quantizer in float under the best method and evaluates again.
+//
+// Written into the output directory:
+//   <method>/model.h5        weights and quantizer ranges: model.init of a QAT run, or the
+//                            checkpoint of `qdqtrain eval` / `export` with the same config
+//   calibration.json         metrics per method, calibration cost, every quantizer's ranges,
+//                            clipped fraction and SQNR per method, histograms, sensitivity
+//   calibration_report.md    the same for people, with plots/*.svg (trainers/calibration_report.h)
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trainers/run_config.h"
+#include "trainers/task.h"
+
+namespace qdq {
+
+enum class Sensitivity { none, layers, quantizers };
+
+struct CalibrateOptions {
+    std::string checkpoint;  // the float weights; empty: model.init (already in the task's model)
+    std::string out_dir;     // empty: training.output_dir
+    Sensitivity sensitivity = Sensitivity::layers;
+};
+
+// `task` was made from `config` (with its "quantization" section, so the quantizers are attached).
+// Returns what calibration.json holds.
+nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options);
+
+}  // namespace qdq
