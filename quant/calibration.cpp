@@ -40,23 +40,32 @@ void begin_calibration(const nn::Module& model) {
 }
 
 void load_activation_ranges(const nn::Module& model, const CalibrationMethod& method) {
+    std::vector<std::pair<std::string, TensorQuantizer*>> activations;
     for (auto& [name, q] : model.named_quantizers()) {
-        if (!is_weight_quantizer(name)) {
-            try {
-                if (std::holds_alternative<MaxCalibrator>(q->calibrator)) {
-                    if (method.method != AmaxMethod::Max)
-                        throw std::runtime_error(std::string("collected max only; '") + amax_method_name(method.method) +
-                                                 "' needs calib_method histogram");
-                    q->load_calib_amax();
-                } else {
-                    q->load_calib_amax(method.method, {.percentile = method.percentile});
-                }
-            } catch (const std::exception& e) {
-                throw std::runtime_error(name + ": " + e.what());
-            }
-        }
+        if (!is_weight_quantizer(name)) activations.emplace_back(name, q);
         q->mode = QuantMode::Quantizing;
     }
+    // MSE and entropy search each histogram in O(bins²): one quantizer per thread. An exception
+    // must not leave an OpenMP region, so each one's error is kept and the first is thrown.
+    std::vector<std::string> errors(activations.size());
+#pragma omp parallel for schedule(dynamic)
+    for (size_t i = 0; i < activations.size(); ++i) {
+        TensorQuantizer& q = *activations[i].second;
+        try {
+            if (std::holds_alternative<MaxCalibrator>(q.calibrator)) {
+                if (method.method != AmaxMethod::Max)
+                    throw std::runtime_error(std::string("collected max only; '") + amax_method_name(method.method) +
+                                             "' needs calib_method histogram");
+                q.load_calib_amax();
+            } else {
+                q.load_calib_amax(method.method, {.percentile = method.percentile});
+            }
+        } catch (const std::exception& e) {
+            errors[i] = activations[i].first + ": " + e.what();
+        }
+    }
+    for (const std::string& e : errors)
+        if (!e.empty()) throw std::runtime_error(e);
 }
 
 void check_calibrated(const nn::Module& model, const std::string& hint) {

@@ -54,11 +54,14 @@ float bin_indices(int32_t* idx, const float* x, float width, float range_end, in
     float m = 0.0f;
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; ++i) {
+        // Ternaries, not std::min/max, which keep GCC from vectorising (see fake_quant.cpp).
         float v = std::fabs(x[i]);
         bool in = v <= range_end;
-        float q = std::min((in ? v : 0.0f) / width, last);
+        float kept = in ? v : 0.0f;
+        float q = kept / width;
+        q = last < q ? last : q;
         idx[i] = in ? (int32_t)q : bins;
-        m = std::max(m, in ? v : 0.0f);
+        m = m < kept ? kept : m;
     }
     return m;
 }
@@ -76,26 +79,28 @@ BinnedBatch bin_batch(const HistogramCalibrator& calib, const Tensor& x) {
     float range_end = histogram_edge(calib, bins);
     const float* px = x.f32();
     parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
-        BinnedBatch local{std::vector<int64_t>((size_t)bins, 0)};
+        std::vector<int64_t> counts((size_t)bins, 0);
+        float max = 0.0f;
+        int64_t nonfinite = 0;
         int32_t idx[kBlock];
         for (int64_t b = begin; b < end; b += kBlock) {
             int64_t n = std::min(kBlock, end - b);
-            local.max = std::max(local.max, bin_indices(idx, px + b, calib.width, range_end, bins, n));
+            max = std::max(max, bin_indices(idx, px + b, calib.width, range_end, bins, n));
             for (int64_t k = 0; k < n; ++k) {
                 if (idx[k] < bins) {
-                    ++local.counts[(size_t)idx[k]];
+                    ++counts[(size_t)idx[k]];
                     continue;
                 }
                 float v = std::fabs(px[b + k]);
-                if (v <= FLT_MAX) local.max = std::max(local.max, v);
-                else ++local.nonfinite;
+                if (v <= FLT_MAX) max = std::max(max, v);
+                else ++nonfinite;
             }
         }
 #pragma omp critical(qdq_histogram_merge)
         {
-            for (int32_t i = 0; i < bins; ++i) batch.counts[(size_t)i] += local.counts[(size_t)i];
-            batch.max = std::max(batch.max, local.max);
-            batch.nonfinite += local.nonfinite;
+            for (int32_t i = 0; i < bins; ++i) batch.counts[(size_t)i] += counts[(size_t)i];
+            batch.max = std::max(batch.max, max);
+            batch.nonfinite += nonfinite;
         }
     });
     return batch;

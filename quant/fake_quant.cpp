@@ -46,8 +46,12 @@ void fake_quant_forward(float* y, const float* x, float scale, float divisor, fl
                         float clip, int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
-        float v = std::min(std::max(x[i], -clip), clip) * scale;
-        v = std::min(std::max(v, lo), hi);
+        // Ternaries, not std::min/max: those return references, which inside an omp simd loop
+        // GCC keeps in memory and then refuses to vectorise. NaN passes through as with them.
+        float v = x[i] < -clip ? -clip : x[i];
+        v = (clip < v ? clip : v) * scale;
+        v = v < lo ? lo : v;
+        v = hi < v ? hi : v;
         y[i] = ((v + kRound) - kRound) / divisor;
     }
 }

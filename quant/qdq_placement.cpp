@@ -84,8 +84,6 @@ QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const 
         if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; }) == std::end(kKeys))
             fail(source, key, "is not a known key");
     QuantizationConfig c;
-    c.input.calib_method = CalibMethod::Histogram;
-    c.weight = linear_weight_descriptor();
     auto descriptor = [&](const char* key, QuantDescriptor& out) {
         if (!j.contains(key)) return;
         try {

@@ -13,7 +13,8 @@
 //    "calibrator": "percentile",   max | percentile | mse | entropy: how activation ranges are chosen
 //    "percentile": 99.99,
 //    "calibration_examples": 128,  training examples run through the model to calibrate
-//    "fuse_qkv": false,            Q, K and V share one input range, the largest (--fuse-qkv)
+//    "fuse_qkv": false,            the outputs of Q, K and V (inputs of Q·Kᵀ and probs·V) share one
+//                                  range, the largest, and so do their weights when per tensor (--fuse-qkv)
 //    "clip_gelu": null,            cap the input amax of each output.dense at this (--clip-gelu)
 //    "recalibrate_weights": false} weight ranges from the current weights, per channel, before QAT
 //                                  (--recalibrate-weights)
@@ -38,8 +39,8 @@
 namespace qdq {
 
 struct QuantizationConfig {
-    QuantDescriptor input;
-    QuantDescriptor weight;
+    QuantDescriptor input{.calib_method = CalibMethod::Histogram};
+    QuantDescriptor weight = linear_weight_descriptor();
     bool per_tensor_weights = false;
     bool quantize_attention = true;
     bool quantize_residual = true;
@@ -57,8 +58,8 @@ struct QuantizationConfig {
 QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const std::string& source);
 nlohmann::json quantization_config_to_json(const QuantizationConfig& config);
 
-// Attaches the quantizers the config asks for to `bert` (registered in `prefix`'s namespace,
-// "bert" for the task models). Every quantizer starts in Quantizing mode with amax NaN, i.e. it
+// Attaches the quantizers the config asks for to `bert`, named as inside a task model
+// ("bert.encoder..."). Every quantizer starts in Quantizing mode with amax NaN, i.e. it
 // must be calibrated or loaded from a checkpoint before use. Returns the attached names.
 std::vector<std::string> attach_bert_quantizers(nn::BertModel& bert, const QuantizationConfig& config);
 
