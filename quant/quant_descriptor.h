@@ -30,13 +30,13 @@ enum class CalibMethod { Max, Histogram };
 struct QuantDescriptor {
     int num_bits = 8;
     // Per-channel axis (negative counts from the end); none = one amax for the whole tensor.
-    std::optional<int64_t> axis;
+    std::optional<int64_t> axis{};
     bool unsigned_ = false;     // [0, 2^bits - 1] instead of the signed range
     bool narrow_range = false;  // signed range [-(2^(bits-1) - 1), ...] instead of [-2^(bits-1), ...]
     CalibMethod calib_method = CalibMethod::Max;
     // A fixed amax instead of a calibrated one: one value, or one per channel (a single value
     // then serves every channel). With learn_amax it is the learned amax's initial value.
-    std::optional<std::vector<float>> amax;
+    std::optional<std::vector<float>> amax{};
     bool learn_amax = false;  // PACT-style learned range; per tensor only, as in PQ
 };
 

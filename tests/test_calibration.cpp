@@ -135,7 +135,9 @@ TEST(Calibration, LifecycleOfAModelsQuantizers) {
     for (auto& [name, q] : quantizers) max_ranges.push_back(q->amax.f32()[0]);
     load_activation_ranges(model, {AmaxMethod::Percentile, 99.0});
     for (size_t i = 0; i < quantizers.size(); ++i) {
-        if (!is_weight_quantizer(quantizers[i].first)) EXPECT_LE(quantizers[i].second->amax.item(), max_ranges[i]);
+        if (!is_weight_quantizer(quantizers[i].first)) {
+            EXPECT_LE(quantizers[i].second->amax.item(), max_ranges[i]);
+        }
     }
 }
 

@@ -95,6 +95,37 @@ TEST(RunConfig, SetOverridesAnyKeyAndIsCheckedLikeTheFile) {
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seed"}), std::runtime_error);
 }
 
+TEST(RunConfig, BaseFileIsOverriddenKeyByKey) {
+    std::string dir = temp_dir("qdq_config_base");
+    fs::create_directories(dir + "/fp32");
+    nlohmann::json fp32 = base_config(dir);
+    fp32["model"]["init"] = "weights.h5";  // relative to fp32/, the base's folder
+    fp32["training"]["seed"] = 5;
+    std::ofstream(dir + "/fp32/run.json") << fp32.dump();
+    nlohmann::json qat = {{"base", "fp32/run.json"},
+                          {"training", {{"learning_rate", 2e-6}, {"seed", nullptr}}},
+                          {"quantization", {{"calibrator", "mse"}}}};
+    std::ofstream(dir + "/qat.json") << qat.dump();
+    RunConfig c = load_run_config(dir + "/qat.json", {"training.output_dir=elsewhere"});
+    EXPECT_EQ(c.training.learning_rate, 2e-6);
+    EXPECT_EQ(c.training.seed, 42u);  // null removed the base's value: the default
+    EXPECT_EQ(c.training.output_dir, "elsewhere");
+    EXPECT_EQ(c.model.config["hidden_size"], 32);
+    EXPECT_EQ(fs::path(c.model.init), fs::absolute(dir + "/fp32/weights.h5").lexically_normal());
+    EXPECT_EQ(c.quantization["calibrator"], "mse");
+    EXPECT_FALSE(run_config_to_json(c).contains("base"));
+
+    std::ofstream(dir + "/loop.json") << nlohmann::json{{"base", "loop.json"}}.dump();
+    try {
+        load_run_config(dir + "/loop.json");
+        ADD_FAILURE() << "a base cycle loaded";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("a cycle?"), std::string::npos) << e.what();
+    }
+    std::ofstream(dir + "/missing.json") << nlohmann::json{{"base", "nowhere.json"}}.dump();
+    EXPECT_THROW(load_run_config(dir + "/missing.json"), std::runtime_error);
+}
+
 TEST(Checkpoint, RoundTripIsExactAndReplacesAtomically) {
     std::string dir = temp_dir("qdq_checkpoint");
     Checkpoint c;

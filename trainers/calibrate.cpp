@@ -88,10 +88,8 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
     nn::Module& model = task.model();
     const auto quantizers = model.named_quantizers();
     if (quantizers.empty()) throw std::runtime_error(config.source + ": the quantization section attaches no quantizer");
-    std::string checkpoint = options.checkpoint.empty() ? config.model.init : options.checkpoint;
-    if (checkpoint.empty())
-        throw std::runtime_error(config.source + ": calibrate needs float weights: --checkpoint or model.init");
-    if (!options.checkpoint.empty()) load_model_weights(model, checkpoint);
+    const std::string checkpoint = config.model.init;
+    if (checkpoint.empty()) throw std::runtime_error(config.source + ": calibrate needs the float weights as model.init");
     const std::string out_dir = options.out_dir.empty() ? config.training.output_dir : options.out_dir;
     fs::create_directories(out_dir + "/plots");
     const TrainingSettings& t = config.training;

@@ -24,12 +24,12 @@ namespace qdq {
 enum class Sensitivity { none, layers, quantizers };
 
 struct CalibrateOptions {
-    std::string checkpoint;  // the float weights; empty: model.init (already in the task's model)
-    std::string out_dir;     // empty: training.output_dir
+    std::string out_dir;  // empty: training.output_dir
     Sensitivity sensitivity = Sensitivity::layers;
 };
 
-// `task` was made from `config` (with its "quantization" section, so the quantizers are attached).
+// `task` was made from `config`: its model holds model.init's float weights and the quantizers
+// of the "quantization" section.
 // Returns what calibration.json holds.
 nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options);
 

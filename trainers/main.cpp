@@ -104,15 +104,16 @@ int run_eval(const qdq::RunConfig& config, std::map<std::string, std::string>& o
 
 int run_calibrate(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
     qdq::CalibrateOptions calibrate_options;
-    calibrate_options.checkpoint = options["--checkpoint"];
     calibrate_options.out_dir = options["--out"];
+    qdq::RunConfig with_weights = config;
+    if (!options["--checkpoint"].empty()) with_weights.model.init = options["--checkpoint"];
     const std::string sensitivity = options.count("--sensitivity") ? options["--sensitivity"] : "layers";
     if (sensitivity == "none") calibrate_options.sensitivity = qdq::Sensitivity::none;
     else if (sensitivity == "layers") calibrate_options.sensitivity = qdq::Sensitivity::layers;
     else if (sensitivity == "quantizers") calibrate_options.sensitivity = qdq::Sensitivity::quantizers;
     else throw UsageError("--sensitivity must be none, layers or quantizers, got '" + sensitivity + "'");
-    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {true, true});
-    nlohmann::json result = qdq::calibrate(config, *task, calibrate_options);
+    std::unique_ptr<qdq::Task> task = qdq::make_task(with_weights, {true, true});
+    nlohmann::json result = qdq::calibrate(with_weights, *task, calibrate_options);
     nlohmann::json summary = {{"fp32", result["fp32"]}, {"best", result["best"]}, {"cost", result["cost"]}};
     for (const auto& m : result["methods"]) summary[m["method"].get<std::string>()] = m["metrics"];
     std::printf("%s\n", summary.dump().c_str());

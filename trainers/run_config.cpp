@@ -171,8 +171,34 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
     if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+// The file's JSON over its "base" file's, recursively (see run_config.h).
+nlohmann::json read_with_base(const std::string& path, int depth) {
     nlohmann::json raw = read_json_file(path);
+    if (!raw.is_object() || !raw.contains("base")) return raw;
+    if (!raw["base"].is_string()) throw std::runtime_error(path + ": 'base' must be the path of a config file");
+    if (depth >= 8) throw std::runtime_error(path + ": 'base' chain deeper than 8 files (a cycle?)");
+    const fs::path folder = fs::path(path).parent_path();
+    nlohmann::json merged = read_with_base((folder / raw["base"].get<std::string>()).string(), depth + 1);
+    // The base's model paths are relative to the base's own folder: fixed here, before this
+    // file's folder would be taken for them.
+    const fs::path base_folder = (folder / raw["base"].get<std::string>()).parent_path();
+    if (merged.contains("model") && merged["model"].is_object())
+        for (const char* key : {"config", "init"}) {
+            nlohmann::json& value = merged["model"][key];
+            if (value.is_string() && !value.get<std::string>().empty() && fs::path(value.get<std::string>()).is_relative())
+                value = fs::absolute(base_folder / value.get<std::string>()).lexically_normal().string();
+        }
+    raw.erase("base");
+    merged.merge_patch(raw);
+    return merged;
+}
+
+}  // namespace
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+    nlohmann::json raw = read_with_base(path, 0);
     for (const std::string& o : overrides) apply_override(raw, o, path);
     std::string base = fs::path(path).parent_path().string();
     return parse_run_config(raw, path, base.empty() ? "." : base);

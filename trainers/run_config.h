@@ -14,6 +14,9 @@
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length
 //   "quantization": (quant/) kept as given
+// "base": a config file (path relative to this one) whose keys this file overrides, key by key
+// as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
+// QAT config is its FP32 config plus a quantization section and a few training keys.
 // max_train_examples / max_eval_examples keep a seeded random subset, not the first N
 // (trainers/task.h example_subset).
 // SQuAD with squad_eval_fraction > 0 evaluates on the articles split off train_files (all

@@ -18,6 +18,7 @@
 
 #include "autograd/rng.h"
 #include "trainers/json_fields.h"
+#include "trainers/run_config.h"
 
 extern char** environ;
 
@@ -26,14 +27,6 @@ namespace qdq {
 namespace fs = std::filesystem;
 
 namespace {
-
-nlohmann::json read_json(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw std::runtime_error(path + ": not valid JSON");
-    return j;
-}
 
 // Every combination of the grid's values, the last key varying fastest.
 std::vector<nlohmann::json> grid_points(const nlohmann::json& grid, const std::string& source) {
@@ -126,7 +119,7 @@ pid_t start_run(const Sweep& sweep, const SweepRun& run, const std::string& bina
 }  // namespace
 
 Sweep load_sweep(const std::string& path) {
-    nlohmann::json raw = read_json(path);
+    nlohmann::json raw = read_json_file(path);
     JsonFields f(raw, "", path);
     Sweep sweep;
     std::string config;
@@ -180,9 +173,9 @@ Sweep load_sweep(const std::string& path) {
         for (const auto& [key, value] : points[i].items()) run.overrides.push_back(key + "=" + value.dump());
         run.overrides.push_back("training.output_dir=" + nlohmann::json(run.dir).dump());
         const fs::path record = fs::path(run.dir) / "sweep_run.json";
-        if (fs::exists(record) && read_json(record.string()) != run.values)
+        if (fs::exists(record) && read_json_file(record.string()) != run.values)
             throw std::runtime_error(record.string() + ": this run directory was made for other values (" +
-                                     read_json(record.string()).dump() + "); give the changed sweep a new output_dir");
+                                     read_json_file(record.string()).dump() + "); give the changed sweep a new output_dir");
         sweep.runs.push_back(std::move(run));
     }
     return sweep;
@@ -250,7 +243,7 @@ nlohmann::json sweep_results(const Sweep& sweep) {
     for (const SweepRun& run : sweep.runs) {
         nlohmann::json row = {{"run", fs::path(run.dir).filename().string()}, {"dir", run.dir}, {"values", run.values}};
         const fs::path results = fs::path(run.dir) / "eval_results.json";
-        row["metrics"] = fs::exists(results) ? read_json(results.string()) : nlohmann::json();
+        row["metrics"] = fs::exists(results) ? read_json_file(results.string()) : nlohmann::json();
         rows.push_back(row);
     }
     auto score = [&](const nlohmann::json& row) -> std::optional<double> {
