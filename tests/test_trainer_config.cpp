@@ -115,6 +115,11 @@ TEST(RunConfig, BaseFileIsOverriddenKeyByKey) {
     EXPECT_EQ(c.quantization["calibrator"], "mse");
     EXPECT_FALSE(run_config_to_json(c).contains("base"));
 
+    // A base without model.init keeps none.
+    std::ofstream(dir + "/plain.json") << base_config(dir).dump();
+    std::ofstream(dir + "/derived.json") << nlohmann::json{{"base", "plain.json"}}.dump();
+    EXPECT_EQ(load_run_config(dir + "/derived.json").model.init, "");
+
     std::ofstream(dir + "/loop.json") << nlohmann::json{{"base", "loop.json"}}.dump();
     try {
         load_run_config(dir + "/loop.json");

@@ -186,6 +186,7 @@ nlohmann::json read_with_base(const std::string& path, int depth) {
     const fs::path base_folder = (folder / raw["base"].get<std::string>()).parent_path();
     if (merged.contains("model") && merged["model"].is_object())
         for (const char* key : {"config", "init"}) {
+            if (!merged["model"].contains(key)) continue;
             nlohmann::json& value = merged["model"][key];
             if (value.is_string() && !value.get<std::string>().empty() && fs::path(value.get<std::string>()).is_relative())
                 value = fs::absolute(base_folder / value.get<std::string>()).lexically_normal().string();
