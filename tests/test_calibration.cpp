@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -16,6 +17,7 @@
 #include "tests/support/tiny_task.h"
 #include "trainers/calibrate.h"
 #include "trainers/checkpoint.h"
+#include "trainers/svg_plot.h"
 #include "trainers/trainer.h"
 
 using namespace qdq;
@@ -232,4 +234,21 @@ TEST(Calibrate, NeedsAQuantizationSection) {
     RunConfig config = parse(tiny_config(dir, "run"));
     std::unique_ptr<Task> task = make_task(config, {true, true});
     expect_error([&] { calibrate(config, *task, {}); }, {"test.json", "\"quantization\" section"});
+}
+
+TEST(SvgPlots, AreWellFormedXmlWithEscapedText) {
+    TempDir dir;
+    const std::string hist = (dir.path() / "h.svg").string(), bars = (dir.path() / "b.svg").string(),
+                      lines = (dir.path() / "l.svg").string();
+    write_svg(hist, svg_histogram("x < 1 & \"y\"", "|x|", 0.5, {0, 10, 1000, 3, 0, 1}, {{"max", 2.9}, {"mse", 1.4}}));
+    write_svg(bars, svg_bar_chart("accuracy", "%", {"fp32", "percentile-99.999", "QAT (from mse)"}, {80.1, 79.5, 80.3}));
+    write_svg(lines, svg_line_chart("loss", "step", "loss", {{"train", {0, 10, 20}, {9.0, 7.5, 6.9}}, {"eval", {20}, {7.0}}}));
+    const std::string title = svg_histogram("x < 1 & \"y\"", "|x|", 0.5, {1}, {});
+    EXPECT_NE(title.find("x &lt; 1 &amp; &quot;y&quot;"), std::string::npos);
+    // An independent XML parser reads every file (python3's, where there is one).
+    if (std::system("/usr/bin/python3 -c 'import xml.etree.ElementTree' 2>/dev/null") != 0)
+        GTEST_SKIP() << "no /usr/bin/python3 to parse the SVG files";
+    for (const std::string& file : {hist, bars, lines})
+        EXPECT_EQ(std::system(("/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' " + file).c_str()), 0)
+            << file;
 }

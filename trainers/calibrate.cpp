@@ -81,6 +81,13 @@ nlohmann::json evaluate_without(Task& task, const std::vector<std::pair<std::str
 
 }  // namespace
 
+Sensitivity sensitivity_from_name(const std::string& name) {
+    if (name == "none") return Sensitivity::none;
+    if (name == "layers") return Sensitivity::layers;
+    if (name == "quantizers") return Sensitivity::quantizers;
+    throw std::invalid_argument("sensitivity must be none, layers or quantizers, got '" + name + "'");
+}
+
 nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
     if (config.quantization.is_null())
         throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");

@@ -22,6 +22,7 @@
 #include "cuda/backend.h"
 #include "trainers/calibrate.h"
 #include "trainers/checkpoint.h"
+#include "trainers/pipeline.h"
 #include "trainers/sweep.h"
 #include "trainers/trainer.h"
 
@@ -107,16 +108,26 @@ int run_calibrate(const qdq::RunConfig& config, std::map<std::string, std::strin
     calibrate_options.out_dir = options["--out"];
     qdq::RunConfig with_weights = config;
     if (!options["--checkpoint"].empty()) with_weights.model.init = options["--checkpoint"];
-    const std::string sensitivity = options.count("--sensitivity") ? options["--sensitivity"] : "layers";
-    if (sensitivity == "none") calibrate_options.sensitivity = qdq::Sensitivity::none;
-    else if (sensitivity == "layers") calibrate_options.sensitivity = qdq::Sensitivity::layers;
-    else if (sensitivity == "quantizers") calibrate_options.sensitivity = qdq::Sensitivity::quantizers;
-    else throw UsageError("--sensitivity must be none, layers or quantizers, got '" + sensitivity + "'");
+    try {
+        calibrate_options.sensitivity = qdq::sensitivity_from_name(options.count("--sensitivity") ? options["--sensitivity"] : "layers");
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--") + e.what());
+    }
     std::unique_ptr<qdq::Task> task = qdq::make_task(with_weights, {true, true});
     nlohmann::json result = qdq::calibrate(with_weights, *task, calibrate_options);
     nlohmann::json summary = {{"fp32", result["fp32"]}, {"best", result["best"]}, {"cost", result["cost"]}};
     for (const auto& m : result["methods"]) summary[m["method"].get<std::string>()] = m["metrics"];
     std::printf("%s\n", summary.dump().c_str());
+    return 0;
+}
+
+int run_pipeline(const qdq::RunConfig& config, std::map<std::string, std::string>&) {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    qdq::PipelineOutcome outcome = qdq::run_pipeline(config);
+    if (!outcome.finished) return 130;
+    std::ifstream table(config.training.output_dir + "/results.md");
+    std::cout << table.rdbuf();
     return 0;
 }
 
@@ -157,6 +168,16 @@ const std::map<std::string, Command>& commands() {
           {},
           run_calibrate,
           {"--checkpoint", "--out", "--sensitivity"}}},
+        {"pipeline",
+         {"usage: qdqtrain pipeline CONFIG [--set KEY=VALUE]...\n",
+          "Runs the whole path on one config: fine-tunes in FP32 (output_dir/fp32), calibrates by\n"
+          "every method (calibrate/), fine-tunes with quantization from the best calibration at\n"
+          "pipeline.qat_learning_rate_ratio of the learning rate (qat/), exports both models to\n"
+          "ONNX and evaluates them in ONNX Runtime (onnx/), and writes results.md and\n"
+          "results.json. Stages already done are skipped; an interrupted stage resumes.\n",
+          {},
+          {},
+          run_pipeline}},
         {"eval",
          {"usage: qdqtrain eval CONFIG --checkpoint PATH [--set KEY=VALUE]... [--out FILE]\n",
           "Evaluates the weights of PATH (a checkpoint, model.h5, a .safetensors file or a\n"

@@ -151,6 +151,22 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
 
     root.read("quantization", c.quantization);
     if (!c.quantization.is_null()) quantization_config_from_json(c.quantization, source);
+
+    JsonFields pipeline(root.section("pipeline"), "pipeline", source);
+    PipelineSettings& p = c.pipeline;
+    pipeline.read("qat_learning_rate_ratio", p.qat_learning_rate_ratio);
+    if (!(p.qat_learning_rate_ratio > 0)) pipeline.fail("qat_learning_rate_ratio", "must be positive");
+    pipeline.read("qat_num_train_epochs", p.qat_num_train_epochs);
+    if (p.qat_num_train_epochs < 0) pipeline.fail("qat_num_train_epochs", "must not be negative");
+    pipeline.read("calibration", p.calibration);
+    pipeline.read("onnx_target", p.onnx_target);
+    if (p.onnx_target != "onnxruntime-cpu" && p.onnx_target != "tensorrt")
+        pipeline.fail("onnx_target", "must be onnxruntime-cpu or tensorrt, got '" + p.onnx_target + "'");
+    pipeline.read("onnx", p.onnx);
+    pipeline.read("sensitivity", p.sensitivity);
+    if (p.sensitivity != "none" && p.sensitivity != "layers" && p.sensitivity != "quantizers")
+        pipeline.fail("sensitivity", "must be none, layers or quantizers, got '" + p.sensitivity + "'");
+    pipeline.finish();
     root.finish();
     return c;
 }
@@ -232,6 +248,13 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"group_by_length", t.group_by_length}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     if (!c.quantization.is_null()) j["quantization"] = c.quantization;
+    const PipelineSettings& p = c.pipeline;
+    j["pipeline"] = {{"qat_learning_rate_ratio", p.qat_learning_rate_ratio},
+                     {"qat_num_train_epochs", p.qat_num_train_epochs},
+                     {"calibration", p.calibration},
+                     {"onnx_target", p.onnx_target},
+                     {"onnx", p.onnx},
+                     {"sensitivity", p.sensitivity}};
     return j;
 }
 

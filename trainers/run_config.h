@@ -13,7 +13,12 @@
 //               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length
-//   "quantization": (quant/) kept as given
+//   "quantization": (quant/qdq_placement.h) kept as given, checked
+//   "pipeline": qat_learning_rate_ratio (0.1: QAT at a tenth of the FP32 rate, the recipes' 1/10
+//               to 1/100), qat_num_train_epochs (default: the FP32 run's), calibration ("best",
+//               or a method name such as "percentile-99.99"), onnx_target ("onnxruntime-cpu" or
+//               "tensorrt"), onnx (false skips export), sensitivity ("none", "layers" or
+//               "quantizers": calibrate's sweep) — trainers/pipeline.h
 // "base": a config file (path relative to this one) whose keys this file overrides, key by key
 // as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
 // QAT config is its FP32 config plus a quantization section and a few training keys.
@@ -82,11 +87,21 @@ struct TrainingSettings {
     bool group_by_length = false;
 };
 
+struct PipelineSettings {
+    double qat_learning_rate_ratio = 0.1;
+    double qat_num_train_epochs = 0;  // 0: as the FP32 run
+    std::string calibration = "best";
+    std::string onnx_target = "onnxruntime-cpu";
+    bool onnx = true;
+    std::string sensitivity = "layers";
+};
+
 struct RunConfig {
     ModelSettings model;
     DataSettings data;
     TrainingSettings training;
     nlohmann::json quantization;  // null when absent
+    PipelineSettings pipeline;
     std::string source;           // the file it came from
 };
 

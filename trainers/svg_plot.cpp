@@ -11,7 +11,7 @@ namespace qdq {
 namespace {
 
 constexpr double kWidth = 640, kHeight = 360;
-constexpr double kLeft = 70, kRight = 20, kTop = 36, kBottom = 50;
+constexpr double kLeft = 70, kRight = 20, kTop = 36, kBottom = 70;
 const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
 std::string escape(const std::string& s) {
@@ -171,7 +171,10 @@ std::string svg_bar_chart(const std::string& title, const std::string& y_label, 
         s += "<rect x=\"" + number(x) + "\" y=\"" + number(a.py(values[i])) + "\" width=\"" + number(w) +
              "\" height=\"" + number(a.py(a.y0) - a.py(values[i])) + "\" fill=\"" + kColours[0] + "\"/>\n";
         s += text(a.px((double)i + 0.5), a.py(values[i]) - 4, number(values[i]));
-        s += text(a.px((double)i + 0.5), kHeight - kBottom + 16, labels[i]);
+        // Slanted: names such as "percentile-99.999" are wider than their bars.
+        const double lx = a.px((double)i + 0.6), ly = kHeight - kBottom + 12;
+        s += text(lx, ly, labels[i], "end",
+                  ("font-size=\"9\" transform=\"rotate(-25 " + number(lx) + " " + number(ly) + ")\"").c_str());
     }
     return s + "</svg>\n";
 }

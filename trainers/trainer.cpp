@@ -42,6 +42,7 @@ nlohmann::json comparable(nlohmann::json config) {
     for (auto& f : data["train_files"]) f = fs::path(f.get<std::string>()).filename().string();
     data["vocab"] = fs::path(data["vocab"].get<std::string>()).filename().string();
     config["model"].erase("init");  // the checkpoint's weights replace it
+    config.erase("pipeline");       // what happens after this run
     return config;
 }
 

@@ -1,0 +1,33 @@
+// The whole path on one config (`qdqtrain pipeline CONFIG`): fine-tune in FP32, calibrate by
+// every method, QAT from the best calibration at a fraction of the FP32 learning rate, export
+// the FP32 and the QAT model to ONNX and evaluate both in ONNX Runtime, then tabulate. The
+// config is an FP32 run config plus a "quantization" section and an optional "pipeline"
+// section (run_config.h). Every stage writes its own folder under training.output_dir and is
+// skipped when its result is there, so a rerun after an interruption goes on where it stopped:
+//   fp32/        the FP32 run                     qat/    the QAT run
+//   calibrate/   calibrate's output (trainers/calibrate.h)
+//   onnx/        model_fp32.onnx, model_int8.onnx and their evaluation in ONNX Runtime
+//   results.json, results.md   one row per stage: the task's metrics (and ONNX latency)
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "trainers/run_config.h"
+
+namespace qdq {
+
+struct PipelineOutcome {
+    bool finished = false;  // false: a training stage was interrupted (it resumes on a rerun)
+    nlohmann::json results;  // what results.json holds
+};
+
+PipelineOutcome run_pipeline(const RunConfig& config);
+
+// The stage configs run_pipeline derives from `config`: the same run with output_dir
+// <output_dir>/<stage>; fp32 without quantization; calibrate from fp32/model.h5; qat from the
+// chosen calibration's checkpoint at pipeline.qat_learning_rate_ratio × learning_rate.
+RunConfig fp32_stage_config(const RunConfig& config);
+RunConfig calibrate_stage_config(const RunConfig& config);
+RunConfig qat_stage_config(const RunConfig& config, const std::string& calibration_checkpoint);
+
+}  // namespace qdq

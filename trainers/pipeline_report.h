@@ -1,0 +1,19 @@
+// The table of a pipeline run (trainers/pipeline.h): results.json (every stage's metrics and
+// the calibration summary) and results.md, one row per model — FP32, PTQ by each calibration
+// method, QAT, and the ONNX Runtime evaluations when there are — in the task's own metrics
+// (accuracy in %, or SQuAD exact match and F1), with the change from FP32 and, for ONNX, latency.
+// plots/metric_by_stage.svg shows the main metric of each row.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "trainers/run_config.h"
+
+namespace qdq {
+
+void write_pipeline_report(const RunConfig& config, const nlohmann::json& results);
+
+// The rows of the table: {"model", "metrics", ...} in order.
+nlohmann::json pipeline_rows(const nlohmann::json& results);
+
+}  // namespace qdq
