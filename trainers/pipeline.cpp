@@ -96,6 +96,17 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     results["qat"] = train_stage(qat, "qat");
     if (results["qat"].is_null()) return {false, results};
 
+    // One flat object of every stage's metrics, for sweeps over pipelines (trainers/sweep.h).
+    nlohmann::json summary;
+    auto add = [&](const std::string& prefix, const nlohmann::json& metrics) {
+        for (const auto& [name, value] : metrics.items())
+            if (value.is_number()) summary[prefix + name] = value;
+    };
+    add("fp32_", results["fp32"]);
+    for (const auto& m : results["calibration"]["methods"])
+        if (m["method"] == method) add("ptq_", m["metrics"]);
+    add("qat_", results["qat"]);
+    results["summary"] = summary;
     write_pipeline_report(config, results);
     return {true, results};
 }

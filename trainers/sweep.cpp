@@ -86,7 +86,10 @@ std::vector<std::string> run_arguments(const Sweep& sweep, const SweepRun& run) 
     return args;
 }
 
-bool is_done(const SweepRun& run) { return fs::exists(fs::path(run.dir) / "eval_results.json"); }
+// What a finished run leaves: train's final metrics, or the pipeline's table.
+std::string results_file(const Sweep& sweep) { return sweep.command == "pipeline" ? "results.json" : "eval_results.json"; }
+
+bool is_done(const Sweep& sweep, const SweepRun& run) { return fs::exists(fs::path(run.dir) / results_file(sweep)); }
 
 // Starts one run with its output in run.log; returns the child's pid.
 pid_t start_run(const Sweep& sweep, const SweepRun& run, const std::string& binary, int threads) {
@@ -131,7 +134,7 @@ Sweep load_sweep(const std::string& path) {
     f.read("output_dir", sweep.output_dir);
     if (sweep.output_dir.empty()) f.fail("output_dir", "is required");
     f.read("command", sweep.command);
-    if (sweep.command != "train") f.fail("command", "must be train");
+    if (sweep.command != "train" && sweep.command != "pipeline") f.fail("command", "must be train or pipeline");
     f.read("metric", sweep.metric);
     sweep.greater_is_better = !ends_with(sweep.metric, "loss");
     f.read("greater_is_better", sweep.greater_is_better);
@@ -201,7 +204,7 @@ int run_sweep(const Sweep& sweep, const std::string& binary) {
         running.erase(it);
     };
     for (const SweepRun& run : sweep.runs) {
-        if (is_done(run)) {
+        if (is_done(sweep, run)) {
             std::printf("skip   %s (finished)\n", run.dir.c_str());
             continue;
         }
@@ -232,7 +235,7 @@ std::string slurm_script(const Sweep& sweep, const std::string& binary) {
         s += ") ;;\n";
     }
     s += "  *) echo \"no run $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
-    s += "[[ -f \"$dir/eval_results.json\" ]] && exit 0\n";
+    s += "[[ -f \"$dir/" + results_file(sweep) + "\" ]] && exit 0\n";
     s += "mkdir -p \"$dir\"\n";
     s += "exec " + shell_quote(binary) + " \"${args[@]}\"\n";
     return s;
@@ -242,8 +245,9 @@ nlohmann::json sweep_results(const Sweep& sweep) {
     nlohmann::json rows = nlohmann::json::array();
     for (const SweepRun& run : sweep.runs) {
         nlohmann::json row = {{"run", fs::path(run.dir).filename().string()}, {"dir", run.dir}, {"values", run.values}};
-        const fs::path results = fs::path(run.dir) / "eval_results.json";
+        const fs::path results = fs::path(run.dir) / results_file(sweep);
         row["metrics"] = fs::exists(results) ? read_json_file(results.string()) : nlohmann::json();
+        if (sweep.command == "pipeline" && !row["metrics"].is_null()) row["metrics"] = row["metrics"]["summary"];
         rows.push_back(row);
     }
     auto score = [&](const nlohmann::json& row) -> std::optional<double> {

@@ -3,7 +3,9 @@
 // SWEEP.json:
 //   {"config": "imdb.json",             base run config, relative to the sweep file
 //    "output_dir": "runs/sweep",        run directories go in here: run-000, run-001, ...
-//    "command": "train",                the qdqtrain command each run executes
+//    "command": "train",                the qdqtrain command each run executes: train, or pipeline
+//                                       (trainers/pipeline.h; metrics from results.json's summary,
+//                                       e.g. "qat_accuracy", "ptq_f1", "onnx_int8_accuracy")
 //    "grid": {"training.learning_rate": [1e-4, 3e-4], "training.seed": [1, 2]},
 //    "random": {"count": 6, "seed": 0,  and/or random draws (after the grid's product):
 //               "space": {"training.learning_rate": {"log_uniform": [1e-5, 1e-3]},
@@ -15,7 +17,8 @@
 // Keys are dotted config paths, applied as `--set key=value` (so they are checked as the config
 // file is). Each run's overrides are fixed when the sweep is expanded, and written to
 // <run dir>/sweep_run.json, so reruns of the sweep find the same runs in the same directories.
-// A run whose directory holds eval_results.json is done and skipped; one with checkpoints resumes.
+// A run whose directory holds eval_results.json (pipeline: results.json) is done and skipped; one
+// with checkpoints resumes.
 #pragma once
 
 #include <cstdint>
