@@ -16,6 +16,12 @@ packages=(
   python3 python3-numpy python3-torch python3-onnx
 )
 
+# node and npm run ONNX Runtime for the export tests (tests/onnx). A nodejs that ships its own npm
+# (NodeSource's) conflicts with Debian's npm package, so both are asked for only when missing.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,6 +36,18 @@ if ((${#missing[@]})); then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# ONNX Runtime for node, as pinned by tests/onnx/package-lock.json: the registry is reached here
+# and never by the tests. --ignore-scripts because onnxruntime-node's install script downloads
+# GPU binaries (and fails offline); the CPU library ships in the package itself. Skipped when
+# node_modules already matches the lock file (npm writes node_modules/.package-lock.json).
+onnx_dir=$root/tests/onnx
+if [[ ! -f $onnx_dir/node_modules/.package-lock.json || $onnx_dir/package-lock.json -nt $onnx_dir/node_modules/.package-lock.json ]]; then
+  echo "setup.sh: installing onnxruntime-node into $onnx_dir/node_modules"
+  (cd "$onnx_dir" && npm ci --ignore-scripts --no-audit --no-fund)
+fi
+node -e "require('$onnx_dir/node_modules/onnxruntime-node')" ||
+  { echo "setup.sh: onnxruntime-node does not load (see above)" >&2; exit 1; }
 
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build_dir"

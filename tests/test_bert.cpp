@@ -174,12 +174,13 @@ TEST(Bert, HuggingFaceInitialisation) {
         for (float x : v) mean += x, sq += (double)x * x;
         mean /= v.size();
         double stddev = std::sqrt(sq / v.size() - mean * mean);
-        if (p.name.find("LayerNorm.weight") != std::string::npos)
+        if (p.name.find("LayerNorm.weight") != std::string::npos) {
             EXPECT_EQ(v, std::vector<float>(v.size(), 1.0f)) << p.name;
-        else if (p.name.size() > 4 && p.name.compare(p.name.size() - 4, 4, "bias") == 0)
+        } else if (p.name.size() > 4 && p.name.compare(p.name.size() - 4, 4, "bias") == 0) {
             EXPECT_EQ(v, std::vector<float>(v.size(), 0.0f)) << p.name;
-        else if (v.size() > 4000)  // enough samples for the standard deviation to be ~1% off
+        } else if (v.size() > 4000) {  // enough samples for the standard deviation to be ~1% off
             EXPECT_NEAR(stddev, c.initializer_range, 0.1 * c.initializer_range) << p.name;
+        }
     }
 }
 

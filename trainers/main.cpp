@@ -23,6 +23,7 @@
 #include "trainers/calibrate.h"
 #include "trainers/checkpoint.h"
 #include "trainers/pipeline.h"
+#include "trainers/export.h"
 #include "trainers/sweep.h"
 #include "trainers/trainer.h"
 
@@ -39,6 +40,7 @@ const char* kUsage =
     "  eval CONFIG       evaluate a checkpoint on the config's eval set\n"
     "  predict CONFIG    write predictions for a file (class labels, or SQuAD answers)\n"
     "  sweep SWEEP       run a grid or random search over config keys, one run directory each\n"
+    "  export CONFIG     write a checkpoint as an ONNX model (float, or QDQ when quantized)\n"
     "\n"
     "options:\n"
     "  --version         print the version, the GEMM backend and the CUDA status\n"
@@ -138,6 +140,21 @@ int run_predict(const qdq::RunConfig& config, std::map<std::string, std::string>
     return 0;
 }
 
+int run_export(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    const std::string target = options.count("--target") ? options["--target"] : "tensorrt";
+    if (target != "tensorrt" && target != "onnxruntime-cpu")
+        throw UsageError("--target must be tensorrt or onnxruntime-cpu, got '" + target + "'");
+    try {
+        qdq::check_onnx_exportable(config);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "qdqtrain export: %s\n", e.what());
+        return 2;
+    }
+    const qdq::QdqTarget qdq_target = target == "tensorrt" ? qdq::QdqTarget::TensorRT : qdq::QdqTarget::OnnxRuntimeCpu;
+    std::printf("%s\n", qdq::export_task_onnx(config, options["--checkpoint"], options["--out"], qdq_target).dump().c_str());
+    return 0;
+}
+
 const std::map<std::string, Command>& commands() {
     static const std::map<std::string, Command> table = {
         {"train",
@@ -200,6 +217,23 @@ const std::map<std::string, Command>& commands() {
           {"--checkpoint", "--input", "--out"},
           {},
           run_predict}},
+        {"export",
+         {"usage: qdqtrain export CONFIG --checkpoint PATH --out FILE [--target TARGET] [--set KEY=VALUE]...\n",
+          "Writes the task model of CONFIG with the weights of PATH as an ONNX model (opset 13;\n"
+          "inputs input_ids, attention_mask, token_type_ids, int64 [batch, sequence]; outputs\n"
+          "logits, or start_logits and end_logits). With a \"quantization\" section the\n"
+          "checkpoint's ranges (from 'qdqtrain calibrate' or a QAT run) become QuantizeLinear /\n"
+          "DequantizeLinear pairs where the model quantizes, and nowhere else; without one the\n"
+          "model is float. Only 8-bit quantizers with narrow_range false can be exported.\n"
+          "\n"
+          "  --checkpoint PATH the weights (required)\n"
+          "  --out FILE        the ONNX file to write (required)\n"
+          "  --target TARGET   tensorrt (default: int8 Q/DQ, zero point 0) or onnxruntime-cpu\n"
+          "                    (uint8 activations, int8 weights: ORT's fast x86 kernels)\n",
+          {"--checkpoint", "--out", "--target"},
+          {},
+          run_export,
+          {"--target"}}},
     };
     return table;
 }

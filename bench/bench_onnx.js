@@ -1,0 +1,86 @@
+// ONNX Runtime CPU latency of the models bench_onnx_export writes (fp32, qdq-tensorrt,
+// qdq-onnxruntime-cpu), run alternately so that all three see the same contention; each
+// model's figure is its best per-round median.
+//
+//   node bench/bench_onnx.js DIR [--threads 2] [--rounds 3] [--shapes 32x128,1x128]
+//
+// Uses the onnxruntime-node that scripts/setup.sh installs under tests/onnx/node_modules.
+'use strict';
+
+const path = require('path');
+const ort = require(path.join(__dirname, '..', 'tests', 'onnx', 'node_modules', 'onnxruntime-node'));
+
+const MODELS = ['fp32', 'qdq-tensorrt', 'qdq-onnxruntime-cpu'];
+
+function parseArgs(argv) {
+    const args = { dir: argv[0], threads: 2, rounds: 3, shapes: '32x128,1x128' };
+    for (let i = 1; i < argv.length; i += 2) {
+        const key = argv[i].replace(/^--/, '');
+        if (!(key in args) || key === 'dir') throw new Error(`unknown option ${argv[i]}`);
+        args[key] = key === 'shapes' ? argv[i + 1] : Number(argv[i + 1]);
+    }
+    if (!args.dir) throw new Error('usage: bench_onnx.js DIR [--threads N] [--rounds N] [--shapes BxT,...]');
+    args.shapes = args.shapes.split(',').map((s) => s.split('x').map(Number));
+    return args;
+}
+
+function feeds(B, T) {
+    const n = B * T;
+    const ids = new BigInt64Array(n);
+    for (let i = 0; i < n; ++i) ids[i] = BigInt(1000 + ((i * 7919) % 29000));  // fixed, not random
+    const ones = new BigInt64Array(n).fill(1n);
+    const zeros = new BigInt64Array(n);
+    return {
+        input_ids: new ort.Tensor('int64', ids, [B, T]),
+        attention_mask: new ort.Tensor('int64', ones, [B, T]),
+        token_type_ids: new ort.Tensor('int64', zeros, [B, T]),
+    };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main() {
+    const args = parseArgs(process.argv.slice(2));
+    const sessions = {};
+    for (const m of MODELS) {
+        sessions[m] = await ort.InferenceSession.create(path.join(args.dir, `${m}.onnx`), {
+            executionProviders: ['cpu'],
+            graphOptimizationLevel: 'all',
+            intraOpNumThreads: args.threads,
+            interOpNumThreads: 1,
+            logSeverityLevel: 3,
+        });
+    }
+    const best = {};
+    for (let round = 1; round <= args.rounds; ++round) {
+        for (const [B, T] of args.shapes) {
+            const input = feeds(B, T);
+            const reps = Math.max(3, Math.round((3 * 4096) / (B * T)));  // about 12k tokens per model and round
+            for (const m of MODELS) {
+                await sessions[m].run(input);  // warm-up: first-run allocations and prepacking
+                const times = [];
+                for (let r = 0; r < reps; ++r) {
+                    const t0 = process.hrtime.bigint();
+                    await sessions[m].run(input);
+                    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+                }
+                const key = `${B}x${T} ${m}`;
+                best[key] = Math.min(best[key] ?? Infinity, median(times));
+                console.error(`# round ${round} ${key}: median ${median(times).toFixed(1)} ms of ${reps}`);
+            }
+        }
+    }
+    console.log(`onnxruntime-node ${ort.env.versions.node}, ${args.threads} threads, best of ${args.rounds} per-round medians`);
+    console.log('shape    model                 ms    speedup vs fp32');
+    for (const [B, T] of args.shapes) {
+        for (const m of MODELS) {
+            const ms = best[`${B}x${T} ${m}`], fp32 = best[`${B}x${T} fp32`];
+            console.log(`${`${B}x${T}`.padEnd(8)} ${m.padEnd(20)} ${ms.toFixed(1).padStart(8)}  ${(fp32 / ms).toFixed(2)}`);
+        }
+    }
+}
+
+main().catch((e) => {
+    console.error(`bench_onnx.js: ${e.message}`);
+    process.exit(1);
+});

@@ -1,0 +1,88 @@
+// A trained BERT as an ONNX model (opset 13) that ONNX Runtime and TensorRT run: the float
+// graph op for op as nn/bert.cpp computes it, plus QuantizeLinear → DequantizeLinear pairs
+// wherever the state holds a quantizer range (QDQBERT's placement).
+//
+// Graph: inputs input_ids, attention_mask, token_type_ids (int64 [batch, sequence]); outputs
+// logits [batch, num_labels] (sequence classification) or start_logits, end_logits
+// [batch, sequence] (question answering). Embedding Gathers; position rows sliced from the table
+// by the input's length; LayerNorm spelled out (ReduceMean, Sub, Pow, Add, Sqrt, Div, Mul, Add:
+// opset 13 has no LayerNormalization); Linear as MatMul with the weight transposed to [in, out],
+// then Add; HF's additive mask (1 - mask) · lowest float; GELU with Erf; Tanh pooler. ORT's
+// optimizer fuses these LayerNorms into LayerNormalization and bias + GELU into BiasGelu.
+//
+// Quantizers: the state's keys as QDQBERT's state_dict names them, each optional (absent = that
+// quantizer is disabled = no Q/DQ there):
+//   <linear>._input_quantizer._amax, <linear>._weight_quantizer._amax for each encoder Linear
+//     (attention.self.{query,key,value}, attention.output.dense, intermediate.dense, output.dense)
+//     and, should a model quantize them (QDQBERT does not), bert.pooler.dense, classifier and
+//     qa_outputs;
+//   bert.encoder.layer.N.attention.self.matmul_{q,k,v,a}_input_quantizer._amax (both inputs of
+//     Q·Kᵀ, and the probabilities (a) and V of P·V);
+//   bert.encoder.layer.N.{attention.output,output}.add_{local,residual}_input_quantizer._amax
+//     (the dense output and the residual, the addends before LayerNorm).
+// An activation amax has one element (per tensor). A weight amax has one element or out_features
+// (per channel over axis 0 of the [out, in] weight, which is axis 1 of the [in, out] initializer:
+// the axis attribute is always written: ONNX defaults an omitted one to 1, TensorRT 8.x to 0).
+// Any other `_amax` key is an error: a quantizer the export would drop.
+// Scale = amax/127, zero point 0, int8 range [-128, 127] (PQ's descriptor default, narrow_range
+// false). A weight channel with amax ≤ 2^-24 is exported as zeros, as PQ's fake quantization
+// outputs 0 there; such an activation amax is an error.
+//
+// Weights stay float and get their own QuantizeLinear → DequantizeLinear, the form PQ's export
+// writes, rather than an int8 initializer feeding only a DequantizeLinear. TensorRT's explicit
+// quantization guide documents float weights quantized through the Q scale at build time; its
+// 8.x ONNX parser turns a DequantizeLinear's input into a network tensor and rejects inputs that
+// are not float activations (onnx-tensorrt issue #850, onnxruntime issue #14229, both int32
+// biases; int8 weights there are unverified here), and it takes a missing per-channel axis as 0,
+// not ONNX's 1. ONNX Runtime constant-folds the weight's QuantizeLinear into an int8 initializer
+// and then fuses DequantizeLinear → MatMul into integer kernels: tests/test_onnx.cpp checks that
+// no float MatMul is left in the optimized onnxruntime-cpu encoder. The price: float weights in
+// the file, 4× the bytes of int8 ones.
+//
+// Targets: tensorrt — every Q/DQ int8 with zero point 0 (TensorRT takes symmetric int8 only).
+// onnxruntime-cpu — activations uint8 with zero point 128 (the same numbers shifted: q + 128),
+// weights int8: U8S8, the pairing x86 int8 dot products (VPMADDUBSW, VNNI) take natively. ORT
+// 1.30 fuses the tensorrt file's S8S8 pairs into the same kernels (MatMulIntegerToFloat for the
+// Linears and Q·Kᵀ, QLinearMatMul for P·V), and on this machine both ran within noise of each
+// other, 2.4-2.7× faster than float (bench/bench_onnx.sh).
+// For onnxruntime-cpu, a quantized weight whose input quantizer is disabled is stored already
+// fake-quantized, as float: ORT fuses DequantizeLinear(weight) → MatMul with a float input into
+// MatMulNBits, which by default (session.qdq_matmulnbits_accuracy_level 4) quantizes that input
+// to int8 on the fly, a quantization the model never did. tensorrt files keep that Q/DQ; run
+// them in ORT with accuracy level 1 to get ONNX's meaning.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "autograd/named_tensors.h"
+#include "nn/bert_config.h"
+
+namespace qdq {
+
+enum class OnnxHead { SequenceClassification, QuestionAnswering };
+enum class QdqTarget { TensorRT, OnnxRuntimeCpu };
+
+// JSON: {"target": "tensorrt" | "onnxruntime-cpu"}; unknown keys are errors.
+struct OnnxExportOptions {
+    QdqTarget target = QdqTarget::TensorRT;
+};
+
+void from_json(const nlohmann::json& j, OnnxExportOptions& options);
+void to_json(nlohmann::json& j, const OnnxExportOptions& options);
+const char* qdq_target_name(QdqTarget target);
+
+// `state`: the task model's state_dict with HF names (bert.*, and classifier.* or qa_outputs.*;
+// no pooler for QA), float32, plus any quantizer ranges. Extra keys that are not `_amax` are
+// ignored (optimizer state, HF's position_ids buffer). The model is checked with ONNX's checker
+// and strict shape inference before it is written; errors throw std::runtime_error naming the
+// key or the ONNX complaint.
+void export_onnx(const NamedTensors& state, const nn::BertConfig& config, OnnxHead head,
+                 const OnnxExportOptions& options, const std::string& path);
+
+// The same model serialized (what export_onnx writes), for callers that keep it in memory.
+std::string export_onnx_bytes(const NamedTensors& state, const nn::BertConfig& config, OnnxHead head,
+                              const OnnxExportOptions& options);
+
+}  // namespace qdq

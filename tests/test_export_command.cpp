@@ -1,0 +1,133 @@
+// `qdqtrain export` (trainers/export.h) on the one-layer model of tests/support/tiny_task.h:
+// what it writes, and the configs and checkpoints it must refuse, each with the key or quantizer
+// at fault. Needs neither the shared data nor node (tests/test_onnx_tasks.cpp runs exports in
+// ONNX Runtime).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
+#include "trainers/checkpoint.h"
+#include "trainers/task.h"
+
+using namespace qdq;
+using namespace qdq::testing;
+
+namespace {
+
+struct Process {
+    int status;
+    std::string output;
+};
+
+Process run_qdqtrain(const std::string& args) {
+    FILE* pipe = popen((std::string(QDQTRAIN_PATH) + " " + args + " 2>&1").c_str(), "r");
+    Process p{-1, ""};
+    char buffer[4096];
+    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) p.output.append(buffer, n);
+    const int raw = pclose(pipe);
+    p.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return p;
+}
+
+struct RunFiles {
+    std::string config_path, checkpoint;
+    RunConfig config;
+};
+
+RunFiles write_run(const TempDir& dir, const std::string& name, const nlohmann::json& raw, const std::string& checkpoint) {
+    RunFiles r{dir.write(name, raw.dump(2)), checkpoint, {}};
+    r.config = load_run_config(r.config_path);
+    return r;
+}
+
+void save_model(Task& task, const RunFiles& run) {
+    Checkpoint c;
+    c.model = task.model().state_dict();
+    c.config = run_config_to_json(run.config);
+    save_checkpoint(run.checkpoint, c);
+}
+
+// The float run's weights under a quantizing config, every range 1: what export reads from a
+// calibrated checkpoint (the values matter to tests/test_onnx_tasks.cpp, not here).
+RunFiles with_ranges(const TempDir& dir, const RunFiles& fp32) {
+    nlohmann::json raw = run_config_to_json(fp32.config);
+    raw["quantization"] = {{"input", {{"calib_method", "max"}}}, {"calibrator", "max"}};
+    const RunFiles qdq = write_run(dir, "qdq.json", raw, (dir.path() / "qdq.h5").string());
+    std::unique_ptr<Task> task = make_task(qdq.config, {false, false});
+    load_model_weights(task->model(), fp32.checkpoint);
+    for (auto& [name, q] : task->model().named_quantizers())
+        for (int64_t i = 0; i < q->amax.numel(); ++i) q->amax.f32()[i] = 1.0f;
+    save_model(*task, qdq);
+    return qdq;
+}
+
+}  // namespace
+
+TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "float.h5").string());
+    save_model(*make_task(fp32.config, {false, false}), fp32);
+    const RunFiles qdq = with_ranges(dir, fp32);
+
+    const std::string out = (dir.path() / "out.onnx").string();
+    auto export_command = [&](const RunFiles& run, const std::string& extra) {
+        return run_qdqtrain("export " + run.config_path + " --checkpoint " + run.checkpoint + " --out " + out + extra);
+    };
+    Process p = export_command(fp32, "");
+    EXPECT_EQ(p.status, 0) << p.output;
+    EXPECT_NE(p.output.find("\"quantizers\":0"), std::string::npos) << p.output;
+    // One layer: 6 Linears × (input, weight) + 4 attention matmul inputs + 4 residual addends.
+    p = export_command(qdq, " --target onnxruntime-cpu");
+    EXPECT_EQ(p.status, 0) << p.output;
+    EXPECT_NE(p.output.find("\"quantizers\":20"), std::string::npos) << p.output;
+
+    p = export_command(fp32, " --target tensorrt-fp16");
+    EXPECT_EQ(p.status, 2) << p.output;
+    EXPECT_NE(p.output.find("--target"), std::string::npos) << p.output;
+    p = run_qdqtrain("export " + fp32.config_path + " --checkpoint " + fp32.checkpoint);
+    EXPECT_EQ(p.status, 2) << p.output;
+    EXPECT_NE(p.output.find("missing --out"), std::string::npos) << p.output;
+
+    // Quantizers QuantizeLinear cannot express: exit 2 before anything is loaded.
+    struct Unsupported {
+        nlohmann::json quantization;
+        const char* key;
+        const char* why;
+    };
+    const Unsupported unsupported[] = {
+        {{{"input", {{"calib_method", "max"}, {"num_bits", 4}}}}, "quantization.input.num_bits is 4", "8-bit"},
+        {{{"input", {{"calib_method", "max"}, {"unsigned", true}}}}, "quantization.input.unsigned is true", "8-bit"},
+        {{{"input", {{"calib_method", "max"}}}, {"weight", {{"axis", 0}, {"narrow_range", true}}}},
+         "quantization.weight.narrow_range is true", "narrow_range false"},
+        {{{"input", {{"calib_method", "max"}}}, {"weight", {{"axis", 1}}}}, "quantization.weight.axis is 1",
+         "per output row"},
+    };
+    for (const Unsupported& u : unsupported) {
+        nlohmann::json bad = raw;
+        bad["quantization"] = u.quantization;
+        bad["quantization"]["calibrator"] = "max";
+        p = export_command(write_run(dir, "bad.json", bad, qdq.checkpoint), "");
+        EXPECT_EQ(p.status, 2) << p.output;
+        EXPECT_NE(p.output.find(u.key), std::string::npos) << p.output;
+        EXPECT_NE(p.output.find(u.why), std::string::npos) << p.output;
+    }
+    // A float checkpoint under a quantizing config has no ranges; a calibrated one under a float
+    // config would lose them.
+    p = export_command({qdq.config_path, fp32.checkpoint, {}}, "");
+    EXPECT_EQ(p.status, 1) << p.output;
+    EXPECT_NE(p.output.find("has no range"), std::string::npos) << p.output;
+    p = export_command({fp32.config_path, qdq.checkpoint, {}}, "");
+    EXPECT_EQ(p.status, 1) << p.output;
+    EXPECT_NE(p.output.find("export would drop them"), std::string::npos) << p.output;
+    nlohmann::json mlm = raw;
+    mlm["data"]["task"] = "mlm";
+    p = export_command(write_run(dir, "mlm.json", mlm, fp32.checkpoint), "");
+    EXPECT_EQ(p.status, 2) << p.output;
+    EXPECT_NE(p.output.find("data.task 'mlm'"), std::string::npos) << p.output;
+}

@@ -1,0 +1,85 @@
+#include "trainers/export.h"
+
+#include <iostream>
+#include <stdexcept>
+
+#include "nn/pretrained.h"
+#include "nn/state_dict.h"
+#include "quant/calibration.h"
+#include "quant/qdq_placement.h"
+#include "trainers/checkpoint.h"
+#include "trainers/task.h"
+
+namespace qdq {
+
+namespace {
+
+OnnxHead onnx_head(const RunConfig& config) {
+    if (config.data.task == "classification") return OnnxHead::SequenceClassification;
+    if (config.data.task == "squad") return OnnxHead::QuestionAnswering;
+    throw std::invalid_argument(config.source + ": data.task '" + config.data.task +
+                                "' has no ONNX export (classification and squad have)");
+}
+
+void check_descriptor(const QuantDescriptor& desc, const std::string& key) {
+    auto reject = [&](const std::string& what) {
+        throw std::invalid_argument(key + "." + what +
+                                    ": ONNX export writes only 8-bit signed quantizers with narrow_range false "
+                                    "(QuantizeLinear's int8 range [-128, 127])");
+    };
+    if (desc.num_bits != 8) reject("num_bits is " + std::to_string(desc.num_bits));
+    if (desc.narrow_range) reject("narrow_range is true");
+    if (desc.unsigned_) reject("unsigned is true");
+}
+
+// The weights as load_model_weights reads them, except that a range the model has no quantizer
+// for is an error, not a warning: the export would leave that quantizer out without a word.
+void load_weights_keeping_ranges(nn::Module& model, const std::string& path, const RunConfig& config) {
+    const nn::LoadReport report = checkpoint_run_config(path).is_null()
+                                      ? nn::load_pretrained_weights(model, path)
+                                      : nn::load_state_dict(model, load_checkpoint(path).model, path);
+    std::vector<std::string> dropped;
+    for (const std::string& key : report.unexpected)
+        if (key.ends_with("._amax")) dropped.push_back(key);
+    if (!dropped.empty())
+        throw std::invalid_argument(path + " holds " + std::to_string(dropped.size()) + " quantizer ranges (" +
+                                    dropped[0] + ", ...) that the model of " + config.source +
+                                    " has no quantizer for: its \"quantization\" section is missing or disables "
+                                    "them, and the export would drop them");
+    const std::string summary = report.summary();
+    if (!summary.empty()) std::cerr << summary;
+}
+
+}  // namespace
+
+void check_onnx_exportable(const RunConfig& config) {
+    onnx_head(config);
+    if (config.quantization.is_null()) return;
+    const QuantizationConfig q = quantization_config_from_json(config.quantization, config.source);
+    check_descriptor(q.input, config.source + ": quantization.input");
+    check_descriptor(q.weight, config.source + ": quantization.weight");
+    // export_onnx refuses ranges over axis 1 ([1, in]) by their shape; here the key is named.
+    if (q.weight.axis && *q.weight.axis != 0 && *q.weight.axis != -2)
+        throw std::invalid_argument(config.source + ": quantization.weight.axis is " + std::to_string(*q.weight.axis) +
+                                    ": ONNX export writes weight ranges per tensor or per output row (axis 0) only");
+}
+
+nlohmann::json export_task_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& out_path,
+                                 QdqTarget target) {
+    check_onnx_exportable(config);
+    std::unique_ptr<Task> task = make_task(config, {false, false});
+    load_weights_keeping_ranges(task->model(), checkpoint, config);
+    check_calibrated(task->model(), "export a checkpoint written by 'qdqtrain calibrate' or a QAT run, or a config "
+                                    "without a \"quantization\" section for a float export");
+    const OnnxHead head = onnx_head(config);
+    export_onnx(task->model().state_dict(), task->model_config(), head, {target}, out_path);
+    const nlohmann::json outputs = head == OnnxHead::SequenceClassification
+                                       ? nlohmann::json::array({"logits"})
+                                       : nlohmann::json::array({"start_logits", "end_logits"});
+    return {{"onnx", out_path},
+            {"target", qdq_target_name(target)},
+            {"outputs", outputs},
+            {"quantizers", task->model().named_quantizers().size()}};
+}
+
+}  // namespace qdq
