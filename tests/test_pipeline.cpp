@@ -21,7 +21,7 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     write_task_files(dir);
     nlohmann::json raw = tiny_config(dir, "pipe");
     raw["quantization"] = {{"calibration_examples", 16}};
-    raw["pipeline"] = {{"calibration", "percentile-99.99"}, {"qat_learning_rate_ratio", 0.05}, {"onnx", false}};
+    raw["pipeline"] = {{"calibration", "percentile-99.99"}, {"qat_learning_rate_ratio", 0.05}};
     RunConfig config = parse_run_config(raw, "pipe.json", ".");
 
     RunConfig qat = qat_stage_config(config, "x.h5");
@@ -35,7 +35,8 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     ASSERT_TRUE(first.finished);
     const fs::path out = dir.path() / "pipe";
     for (const char* file : {"fp32/model.h5", "calibrate/calibration.json", "calibrate/percentile-99.99/model.h5",
-                             "qat/model.h5", "results.json", "results.md", "plots/metric_by_stage.svg"})
+                             "qat/model.h5", "onnx/model_fp32.onnx", "onnx/model_int8.onnx", "results.json",
+                             "results.md", "plots/metric_by_stage.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
     EXPECT_EQ(first.results["qat_from"], "percentile-99.99");
     // QAT started from the calibrated checkpoint: its config names it.

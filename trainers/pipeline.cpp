@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "trainers/calibrate.h"
+#include "trainers/export.h"
 #include "trainers/pipeline_report.h"
 #include "trainers/trainer.h"
 
@@ -95,6 +96,18 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     const RunConfig qat = qat_stage_config(config, checkpoint);
     results["qat"] = train_stage(qat, "qat");
     if (results["qat"].is_null()) return {false, results};
+
+    if (config.pipeline.onnx) {
+        // Both models as deployed; evaluating them in ONNX Runtime from here is still to come
+        // (tests/test_onnx_tasks.cpp does it for the export itself).
+        const std::string dir = config.training.output_dir + "/onnx";
+        fs::create_directories(dir);
+        const QdqTarget target =
+            config.pipeline.onnx_target == "tensorrt" ? QdqTarget::TensorRT : QdqTarget::OnnxRuntimeCpu;
+        results["onnx_files"] = {
+            export_task_onnx(fp32, fp32.training.output_dir + "/model.h5", dir + "/model_fp32.onnx", target),
+            export_task_onnx(qat, qat.training.output_dir + "/model.h5", dir + "/model_int8.onnx", target)};
+    }
 
     // One flat object of every stage's metrics, for sweeps over pipelines (trainers/sweep.h).
     nlohmann::json summary;
