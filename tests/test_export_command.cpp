@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
@@ -17,21 +18,6 @@ using namespace qdq;
 using namespace qdq::testing;
 
 namespace {
-
-struct Process {
-    int status;
-    std::string output;
-};
-
-Process run_qdqtrain(const std::string& args) {
-    FILE* pipe = popen((std::string(QDQTRAIN_PATH) + " " + args + " 2>&1").c_str(), "r");
-    Process p{-1, ""};
-    char buffer[4096];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) p.output.append(buffer, n);
-    const int raw = pclose(pipe);
-    p.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return p;
-}
 
 struct RunFiles {
     std::string config_path, checkpoint;

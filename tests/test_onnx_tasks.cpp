@@ -28,6 +28,7 @@
 #include "nn/heads.h"
 #include "quant/calibration.h"
 #include "tests/support/data.h"
+#include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/test_onnx_support.h"
 #include "trainers/checkpoint.h"
@@ -42,21 +43,6 @@ const char* kVocab = "vocab/bert-base-uncased-vocab.txt";
 const char* kImdbTrain = "imdb/imdb_train.jsonl.gz";
 const char* kImdbTest = "imdb/imdb_test.jsonl.gz";
 const char* kSquadDev = "squad/dev-v1.1.json.gz";
-
-struct Process {
-    int status;
-    std::string output;
-};
-
-Process run_qdqtrain(const std::string& args) {
-    FILE* pipe = popen((std::string(QDQTRAIN_PATH) + " " + args + " 2>&1").c_str(), "r");
-    Process p{-1, ""};
-    char buffer[4096];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) p.output.append(buffer, n);
-    const int raw = pclose(pipe);
-    p.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return p;
-}
 
 nlohmann::json small_bert() {
     return {{"vocab_size", 30522}, {"hidden_size", 64}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},

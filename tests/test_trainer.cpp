@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "io/hdf5_weights.h"
+#include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
@@ -22,6 +23,8 @@
 extern char** environ;
 
 using namespace qdq;
+using qdq::testing::Process;
+using qdq::testing::run_qdqtrain;
 using qdq::testing::tiny_config;
 using qdq::testing::write_task_files;
 namespace fs = std::filesystem;
@@ -92,21 +95,6 @@ void expect_same_weights(const fs::path& a, const fs::path& b) {
         ASSERT_EQ(p.shape(), q.shape());
         EXPECT_EQ(0, std::memcmp(p.raw(), q.raw(), (size_t)p.numel() * 4)) << x.tensors[i].name;
     }
-}
-
-struct Process {
-    int status = -1;
-    std::string output;
-};
-
-Process run_qdqtrain(const std::string& args) {
-    Process p;
-    FILE* pipe = popen((std::string(QDQTRAIN_PATH) + " " + args + " 2>&1").c_str(), "r");
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) p.output.append(buffer, n);
-    int raw = pclose(pipe);
-    p.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return p;
 }
 
 std::string write_config(const qdq::testing::TempDir& dir, const std::string& name, const nlohmann::json& raw) {
