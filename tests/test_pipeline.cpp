@@ -36,7 +36,8 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     const fs::path out = dir.path() / "pipe";
     for (const char* file : {"fp32/model.h5", "calibrate/calibration.json", "calibrate/percentile-99.99/model.h5",
                              "qat/model.h5", "onnx/model_fp32.onnx", "onnx/model_int8.onnx", "results.json",
-                             "results.md", "plots/metric_by_stage.svg"})
+                             "results.md", "plots/metric_by_stage.svg", "plots/fp32_loss.svg",
+                             "plots/fp32_eval.svg", "plots/qat_loss.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
     EXPECT_EQ(first.results["qat_from"], "percentile-99.99");
     // QAT started from the calibrated checkpoint: its config names it.

@@ -26,6 +26,7 @@
 #include "trainers/export.h"
 #include "trainers/sweep.h"
 #include "trainers/trainer.h"
+#include "trainers/training_curves.h"
 
 namespace {
 
@@ -37,9 +38,12 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  train CONFIG      fine-tune or pretrain as the config says; resumes an interrupted run\n"
+    "  calibrate CONFIG  post-training quantization of a fine-tuned model, every method at once\n"
+    "  pipeline CONFIG   fine-tune, calibrate, QAT and export; writes the results table\n"
     "  eval CONFIG       evaluate a checkpoint on the config's eval set\n"
     "  predict CONFIG    write predictions for a file (class labels, or SQuAD answers)\n"
     "  sweep SWEEP       run a grid or random search over config keys, one run directory each\n"
+    "  curves RUN_DIR    plot a run's training loss and evaluation metrics (SVG)\n"
     "  export CONFIG     write a checkpoint as an ONNX model (float, or QDQ when quantized)\n"
     "\n"
     "options:\n"
@@ -354,6 +358,17 @@ int main(int argc, char** argv) {
             std::printf("qdqtrain %s\n", QDQ_VERSION);
             std::printf("gemm: %s\n", qdq::gemm_backend_description().c_str());
             std::printf("cuda: %s\n", qdq::cuda::device_description().c_str());
+            return 0;
+        }
+        if (name == "curves") {
+            // Not a config command: it reads a finished (or running) run directory.
+            if (argc < 3 || argc > 4 || argv[2][0] == '-') {
+                std::fprintf(stderr, "usage: qdqtrain curves RUN_DIR [PREFIX]\n"
+                                     "writes PREFIX_loss.svg (and PREFIX_eval.svg) from RUN_DIR/metrics.jsonl;\n"
+                                     "PREFIX defaults to RUN_DIR/curves\n");
+                return 2;
+            }
+            qdq::write_training_curves(argv[2], argc == 4 ? argv[3] : std::string(argv[2]) + "/curves");
             return 0;
         }
         if (name == "sweep") {

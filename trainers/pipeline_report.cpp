@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "trainers/svg_plot.h"
+#include "trainers/training_curves.h"
 
 namespace qdq {
 
@@ -72,10 +73,13 @@ void write_pipeline_report(const RunConfig& config, const nlohmann::json& result
           " training examples, collecting at " + fixed(c["collect_ratio"].get<double>(), 2) +
           "x the CPU time of a plain pass over them. QAT from the " + results["qat_from"].get<std::string>() +
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
-          " of the FP32 learning rate. Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n";
+          " of the FP32 learning rate. Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
+          "\n![" + metrics.back() + " by stage](plots/metric_by_stage.svg)\n![FP32 training](plots/fp32_loss.svg)\n"
+          "![QAT training](plots/qat_loss.svg)\n";
     std::ofstream out(dir + "/results.md", std::ios::trunc);
     out << md;
     if (!out) throw std::runtime_error(dir + "/results.md: cannot write");
+    for (const char* stage : {"fp32", "qat"}) write_training_curves(dir + "/" + stage, dir + "/plots/" + stage);
     write_svg(dir + "/plots/metric_by_stage.svg", svg_bar_chart(metrics.back() + " by stage", metrics.back() + " (%)", labels, values));
 }
 

@@ -2,7 +2,8 @@
 // the calibration summary) and results.md, one row per model — FP32, PTQ by each calibration
 // method, QAT, and the ONNX Runtime evaluations when there are — in the task's own metrics
 // (accuracy in %, or SQuAD exact match and F1), with the change from FP32 and, for ONNX, latency.
-// plots/metric_by_stage.svg shows the main metric of each row.
+// plots/metric_by_stage.svg shows the main metric of each row; plots/{fp32,qat}_{loss,eval}.svg
+// the two training runs' curves.
 #pragma once
 
 #include <nlohmann/json.hpp>
