@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "tests/support/run_files.h"
 #include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
@@ -18,17 +19,6 @@ using namespace qdq;
 using namespace qdq::testing;
 
 namespace {
-
-struct RunFiles {
-    std::string config_path, checkpoint;
-    RunConfig config;
-};
-
-RunFiles write_run(const TempDir& dir, const std::string& name, const nlohmann::json& raw, const std::string& checkpoint) {
-    RunFiles r{dir.write(name, raw.dump(2)), checkpoint, {}};
-    r.config = load_run_config(r.config_path);
-    return r;
-}
 
 void save_model(Task& task, const RunFiles& run) {
     Checkpoint c;

@@ -28,6 +28,7 @@
 #include "nn/heads.h"
 #include "quant/calibration.h"
 #include "tests/support/data.h"
+#include "tests/support/run_files.h"
 #include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/test_onnx_support.h"
@@ -54,17 +55,6 @@ nlohmann::json training(const TempDir& dir, int64_t steps) {
             {"per_device_eval_batch_size", 64}, {"max_steps", steps}, {"learning_rate", 3e-3},
             {"weight_decay", 0.01}, {"warmup_ratio", 0.1}, {"logging_steps", steps}, {"eval_steps", steps},
             {"save_steps", steps}};
-}
-
-struct RunFiles {
-    std::string config_path, checkpoint;
-    RunConfig config;
-};
-
-RunFiles write_run(const TempDir& dir, const std::string& name, const nlohmann::json& raw, const std::string& checkpoint) {
-    RunFiles r{dir.write(name, raw.dump(2)), checkpoint, {}};
-    r.config = load_run_config(r.config_path);
-    return r;
 }
 
 // `qdqtrain export` of a run into DIR/<name>.onnx, checked by python3-onnx.
