@@ -50,6 +50,13 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy"})
         EXPECT_TRUE(first.results["summary"].contains(key)) << key;
 
+    // What the export cannot write is refused before any training.
+    nlohmann::json four_bit = raw;
+    four_bit["quantization"]["input"] = {{"num_bits", 4}, {"calib_method", "histogram"}};
+    four_bit["training"]["output_dir"] = (dir.path() / "four_bit").string();
+    EXPECT_THROW(run_pipeline(parse_run_config(four_bit, "pipe.json", ".")), std::invalid_argument);
+    EXPECT_FALSE(fs::exists(dir.path() / "four_bit" / "fp32"));
+
     const auto written = fs::last_write_time(out / "qat" / "model.h5");
     PipelineOutcome second = run_pipeline(config);
     EXPECT_EQ(fs::last_write_time(out / "qat" / "model.h5"), written);

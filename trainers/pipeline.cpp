@@ -70,6 +70,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     if (config.quantization.is_null())
         throw std::runtime_error(config.source + ": the pipeline needs a \"quantization\" section");
     if (config.data.task == "mlm") throw std::runtime_error(config.source + ": the pipeline fine-tunes a task, not mlm");
+    if (config.pipeline.onnx) check_onnx_exportable(config);  // before hours of training, not after
     nlohmann::json results = {{"config", run_config_to_json(config)}};
 
     const RunConfig fp32 = fp32_stage_config(config);
