@@ -4,11 +4,11 @@
 //
 //   node bench/bench_onnx.js DIR [--threads 2] [--rounds 3] [--shapes 32x128,1x128]
 //
-// Uses the onnxruntime-node that scripts/setup.sh installs under tests/onnx/node_modules.
+// Uses the onnxruntime-node that scripts/setup.sh installs under io/onnxruntime/node_modules.
 'use strict';
 
 const path = require('path');
-const ort = require(path.join(__dirname, '..', 'tests', 'onnx', 'node_modules', 'onnxruntime-node'));
+const ort = require(path.join(__dirname, '..', 'io', 'onnxruntime', 'node_modules', 'onnxruntime-node'));
 
 const MODELS = ['fp32', 'qdq-tensorrt', 'qdq-onnxruntime-cpu'];
 

@@ -1,5 +1,5 @@
 // Exports judged by programs no one here wrote: ONNX Runtime's CPU provider (onnxruntime-node,
-// through tests/onnx/run_model.js) runs them, and python3-onnx's checker reads them.
+// through io/onnx_runtime.h) runs them, and python3-onnx's checker reads them.
 //   float exports against the framework's own eval forward (nn/heads.h);
 //   QDQ exports against reference_forward, the same forward fake-quantized at QDQBERT's points
 //   (tests/test_onnx_support.cpp), with synthetic ranges: per-tensor activations that clip,
@@ -46,7 +46,7 @@ float max_abs_diff(const Tensor& a, const Tensor& b) {
 // returns the largest |Δ| seen.
 float expect_onnxruntime_matches(const std::string& model, OnnxHead head, const nn::BertInputs& inputs,
                                  const std::vector<Tensor>& expected, float rtol, float atol, const std::string& what) {
-    std::map<std::string, Tensor> got = run_onnxruntime(model, inputs);
+    std::map<std::string, Tensor> got = run_onnxruntime(model, {inputs}).outputs.at(0);
     std::vector<const char*> names = output_names(head);
     float worst = 0;
     for (size_t i = 0; i < names.size(); ++i) {
@@ -113,7 +113,9 @@ TEST(OnnxRuntime, QdqExportMatchesTheFakeQuantReference) {
             // The onnxruntime-cpu file must match with ORT's defaults.
             std::vector<std::string> config_entries;
             if (target == QdqTarget::TensorRT) config_entries = {"session.qdq_matmulnbits_accuracy_level=1"};
-            std::map<std::string, Tensor> got = run_onnxruntime(path, batch, "", config_entries);
+            OnnxRuntimeOptions runtime;
+            runtime.session_config = config_entries;
+            std::map<std::string, Tensor> got = run_onnxruntime(path, {batch}, runtime).outputs.at(0);
             std::vector<float> row_error(B, 0.0f);
             std::vector<const char*> names = output_names(c.head);
             for (size_t i = 0; i < names.size(); ++i) {
@@ -149,7 +151,9 @@ TEST(OnnxRuntime, CpuTargetLeavesNoFloatMatMulInTheEncoder) {
         with_synthetic_ranges(state, config, OnnxHead::QuestionAnswering, padded_batch(config, 2, 8, 9), {});
     const std::string path = (dir.path() / "qa_cpu.onnx").string(), optimized = (dir.path() / "qa_cpu.opt.onnx").string();
     export_onnx(quantized, config, OnnxHead::QuestionAnswering, {QdqTarget::OnnxRuntimeCpu}, path);
-    run_onnxruntime(path, padded_batch(config, 2, 8, 10), optimized);
+    OnnxRuntimeOptions runtime;
+    runtime.optimized_path = optimized;
+    run_onnxruntime(path, {padded_batch(config, 2, 8, 10)}, runtime);
 
     onnx::ModelProto model;
     std::ifstream in(optimized, std::ios::binary);

@@ -48,8 +48,6 @@ CommandResult run_command(const std::string& command) {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-const std::string kNodeDir = QDQ_ONNX_NODE_DIR;  // tests/onnx
-
 // CI must run every test: a missing tool there is a failure, elsewhere a skip that says why.
 void require(bool available, const std::string& message) {
     if (available) return;
@@ -67,11 +65,6 @@ const std::string& python_with_onnx() {
         return std::string();
     }();
     return found;
-}
-
-nlohmann::json tensor_json(const Tensor& ids) {
-    std::vector<int64_t> data(ids.i32(), ids.i32() + ids.numel());
-    return {{"dims", ids.shape()}, {"data", data}};
 }
 
 }  // namespace
@@ -260,27 +253,6 @@ NamedTensors with_synthetic_ranges(const NamedTensors& state, const nn::BertConf
     return out;
 }
 
-std::map<std::string, Tensor> run_onnxruntime(const std::string& model_path, const nn::BertInputs& inputs,
-                                              const std::string& optimized_path,
-                                              const std::vector<std::string>& session_config) {
-    const std::string in_path = model_path + ".inputs.json", out_path = model_path + ".outputs.json";
-    std::ofstream(in_path) << nlohmann::json{{"input_ids", tensor_json(inputs.input_ids)},
-                                             {"attention_mask", tensor_json(inputs.attention_mask)},
-                                             {"token_type_ids", tensor_json(inputs.token_type_ids)}}
-                                  .dump();
-    std::string command = "node " + quoted(kNodeDir + "/run_model.js") + " " + quoted(model_path) + " " +
-                          quoted(in_path) + " " + quoted(out_path);
-    if (!optimized_path.empty()) command += " --optimized " + quoted(optimized_path);
-    for (const std::string& entry : session_config) command += " --config " + quoted(entry);
-    CommandResult r = run_command(command);
-    if (r.status != 0) throw std::runtime_error("onnxruntime failed (" + command + "):\n" + r.output);
-    nlohmann::json j = nlohmann::json::parse(std::ifstream(out_path));
-    std::map<std::string, Tensor> out;
-    for (const auto& [name, t] : j.items())
-        out[name] = from_vector(t.at("dims").get<Shape>(), t.at("data").get<std::vector<float>>());
-    return out;
-}
-
 std::string python_onnx_check(const std::string& model_path) {
     CommandResult r = run_command(python_with_onnx() +
                                   " -c 'import sys, onnx; onnx.checker.check_model(onnx.load(sys.argv[1]), "
@@ -289,10 +261,8 @@ std::string python_onnx_check(const std::string& model_path) {
 }
 
 void require_onnxruntime() {
-    static const bool available =
-        run_command("node -e " + quoted("require(\"" + kNodeDir + "/node_modules/onnxruntime-node\")")).status == 0;
-    require(available, "node with onnxruntime-node is missing (scripts/setup.sh installs it into " + kNodeDir +
-                           "/node_modules: npm ci --ignore-scripts)");
+    static const std::string why = onnxruntime_unavailable();
+    require(why.empty(), why);
 }
 
 void require_python_onnx() {

@@ -1,6 +1,6 @@
 // What the ONNX export tests share: a tiny random BERT, padded batches, the fake-quantized
 // reference forward, and the two outside programs that judge an export: ONNX Runtime (through
-// tests/onnx/run_model.js) and the python3-onnx checker.
+// io/onnx_runtime.h) and the python3-onnx checker.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/onnx_export.h"
+#include "io/onnx_runtime.h"
 #include "nn/bert.h"
 
 namespace qdq::testing {
@@ -56,17 +57,11 @@ NamedTensors with_synthetic_ranges(const NamedTensors& state, const nn::BertConf
                                    const nn::BertInputs& calibration,
                                    const std::vector<std::string>& disabled = two_disabled_quantizers());
 
-// Outputs of one model run in ONNX Runtime, by output name. `optimized_path`: where to save the
-// graph ORT actually ran, or empty. `session_config`: "key=value" session config entries.
-std::map<std::string, Tensor> run_onnxruntime(const std::string& model_path, const nn::BertInputs& inputs,
-                                              const std::string& optimized_path = "",
-                                              const std::vector<std::string>& session_config = {});
-
 // Empty when /usr/bin/python3's onnx (Debian's python3-onnx) accepts the file with
 // onnx.checker.check_model(full_check=True), else its complaint.
 std::string python_onnx_check(const std::string& model_path);
 
-// Skip (or under CI=true fail) when node with tests/onnx/node_modules/onnxruntime-node, or
+// Skip (or under CI=true fail) when node with io/onnxruntime/node_modules/onnxruntime-node, or
 // python3 with onnx, is missing. Through the macros, which also leave the test body.
 void require_onnxruntime();
 void require_python_onnx();

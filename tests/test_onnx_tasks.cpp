@@ -150,7 +150,10 @@ Rows onnxruntime_rows(const std::string& model, const EvalRows& set, bool classi
     std::vector<int64_t> all(set.encodings.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = (int64_t)i;
     Batch b = batch_of(set, all);
-    std::map<std::string, Tensor> out = run_onnxruntime(model, {b.input_ids, b.token_type_ids, b.attention_mask}, optimized);
+    OnnxRuntimeOptions runtime;
+    runtime.optimized_path = optimized;
+    std::map<std::string, Tensor> out =
+        run_onnxruntime(model, {{b.input_ids, b.token_type_ids, b.attention_mask}}, runtime).outputs.at(0);
     Rows rows(all.size());
     if (classification) append_rows(set, all, {out.at("logits")}, rows);
     else append_rows(set, all, {out.at("start_logits"), out.at("end_logits")}, rows);

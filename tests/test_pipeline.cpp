@@ -1,14 +1,20 @@
 // The pipeline on the tiny task: every stage's output where pipeline.h says, the QAT stage
-// derived from the FP32 config as documented, the table's rows, and a rerun that redoes nothing.
+// derived from the FP32 config as documented, the table's rows, the exported models scored in
+// ONNX Runtime as the framework scores them, and a rerun that redoes nothing. And Task's split
+// of evaluate() into eval_inputs() and score(), which the ONNX Runtime rows rest on.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
+#include "io/onnx_runtime.h"
 #include "tests/support/temp_dir.h"
+#include "nn/heads.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
 #include "trainers/pipeline.h"
 #include "trainers/pipeline_report.h"
+#include "trainers/task.h"
 
 using namespace qdq;
 using qdq::testing::TempDir;
@@ -16,7 +22,32 @@ using qdq::testing::tiny_config;
 using qdq::testing::write_task_files;
 namespace fs = std::filesystem;
 
+TEST(Pipeline, ScoreOfTheModelsOutputsIsEvaluate) {
+    TempDir dir;
+    write_task_files(dir);
+    std::unique_ptr<Task> task = make_task(parse_run_config(tiny_config(dir, "t"), "t.json", "."), {false, true});
+    const std::vector<nn::BertInputs> inputs = task->eval_inputs(5);
+    ASSERT_EQ(inputs.size(), 7u);  // 32 examples in batches of 5
+    std::vector<NamedOutputs> outputs = run_eval_model(task->model(), inputs, [&](const nn::BertInputs& in) {
+        return NamedOutputs{{"logits", dynamic_cast<nn::BertForSequenceClassification&>(task->model()).forward(in)}};
+    });
+    EXPECT_EQ(task->score(outputs, 5), task->evaluate(5));
+    // Outputs that do not fit the batches are refused, not scored.
+    EXPECT_THROW(task->score(outputs, 4), std::invalid_argument);
+    std::vector<NamedOutputs> renamed = outputs;
+    renamed[2] = {{"start_logits", outputs[2].at("logits")}};
+    EXPECT_THROW(task->score(renamed, 5), std::invalid_argument);
+    outputs.pop_back();
+    EXPECT_THROW(task->score(outputs, 5), std::invalid_argument);
+}
+
 TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
+    const std::string no_runtime = onnxruntime_unavailable();
+    if (!no_runtime.empty()) {
+        const char* ci = std::getenv("CI");
+        if (ci && std::string(ci) == "true") FAIL() << no_runtime << "; CI=true, so this is a failure";
+        GTEST_SKIP() << no_runtime;
+    }
     TempDir dir;
     write_task_files(dir);
     nlohmann::json raw = tiny_config(dir, "pipe");
@@ -35,7 +66,7 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     ASSERT_TRUE(first.finished);
     const fs::path out = dir.path() / "pipe";
     for (const char* file : {"fp32/model.h5", "calibrate/calibration.json", "calibrate/percentile-99.99/model.h5",
-                             "qat/model.h5", "onnx/model_fp32.onnx", "onnx/model_int8.onnx", "results.json",
+                             "qat/model.h5", "onnx/model_fp32.onnx", "onnx/model_int8.onnx", "onnx/evaluation.json", "results.json",
                              "results.md", "plots/metric_by_stage.svg", "plots/fp32_loss.svg",
                              "plots/fp32_eval.svg", "plots/qat_loss.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
@@ -44,10 +75,25 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_EQ(load_checkpoint(list_checkpoints((out / "qat").string()).back()).config["model"]["init"],
               (out / "calibrate" / "percentile-99.99" / "model.h5").string());
     const nlohmann::json rows = pipeline_rows(first.results);
-    ASSERT_EQ(rows.size(), 8u);  // FP32, six PTQ methods, QAT
+    ASSERT_EQ(rows.size(), 10u);  // FP32, six PTQ methods, QAT, the two ONNX models
     EXPECT_EQ(rows[0]["model"], "FP32");
     EXPECT_EQ(rows[7]["model"], "QAT (from percentile-99.99)");
-    for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy"})
+    EXPECT_EQ(rows[8]["model"], "ONNX Runtime FP32");
+    EXPECT_EQ(rows[9]["model"], "ONNX Runtime INT8 (QAT, onnxruntime-cpu Q/DQ)");
+    // The float export computes what the framework does to float rounding; the Q/DQ one may move
+    // an example whose logits are close, one quantum apart in a range (test_onnx_tasks.cpp).
+    const nlohmann::json& fp32 = first.results["fp32"];
+    const nlohmann::json& qat_metrics = first.results["qat"];
+    EXPECT_DOUBLE_EQ(rows[8]["metrics"]["accuracy"], fp32["accuracy"]);
+    EXPECT_NEAR(rows[8]["metrics"]["eval_loss"], fp32["eval_loss"], 1e-5);
+    EXPECT_NEAR(rows[9]["metrics"]["accuracy"], qat_metrics["accuracy"], 1.0 / 32 + 1e-9);
+    EXPECT_NEAR(rows[9]["metrics"]["eval_loss"], qat_metrics["eval_loss"], 0.05);
+    for (size_t r : {8u, 9u}) {
+        EXPECT_GT(rows[r]["latency_ms"], 0.0);
+        EXPECT_GT(rows[r]["ms_per_example"], 0.0);
+    }
+    for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy", "onnx_fp32_accuracy",
+                            "onnx_int8_accuracy", "onnx_int8_latency_ms"})
         EXPECT_TRUE(first.results["summary"].contains(key)) << key;
 
     // What the export cannot write is refused before any training.
@@ -58,7 +104,9 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_FALSE(fs::exists(dir.path() / "four_bit" / "fp32"));
 
     const auto written = fs::last_write_time(out / "qat" / "model.h5");
+    const auto onnx_written = fs::last_write_time(out / "onnx" / "model_int8.onnx");
     PipelineOutcome second = run_pipeline(config);
     EXPECT_EQ(fs::last_write_time(out / "qat" / "model.h5"), written);
+    EXPECT_EQ(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
     EXPECT_EQ(second.results["summary"], first.results["summary"]);
 }

@@ -54,6 +54,10 @@ public:
         return loss;
     }
     nlohmann::json evaluate(int64_t batch_size) override { return inner_->evaluate(batch_size); }
+    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return inner_->eval_inputs(batch_size); }
+    nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
+        return inner_->score(outputs, batch_size);
+    }
     std::string main_metric() const override { return inner_->main_metric(); }
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
         return inner_->predict(path, batch_size);

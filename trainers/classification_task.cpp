@@ -95,9 +95,25 @@ public:
     }
 
     nlohmann::json evaluate(int64_t batch_size) override {
-        std::vector<int32_t> predicted;
+        return score(run_model(eval_inputs(batch_size)), batch_size);
+    }
+
+    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(eval_, batch_size); }
+
+    nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
+        const std::vector<std::vector<int64_t>> batches = eval_batches(eval_.lengths, batch_size);
+        check_outputs(outputs, batches, {"logits"});
+        NoGradGuard no_grad;
+        std::vector<int32_t> predicted(eval_.labels.size());
         double loss_sum = 0;
-        run_batches(eval_, batch_size, predicted, nullptr, &loss_sum);
+        for (size_t b = 0; b < batches.size(); ++b) {
+            const Tensor& logits = outputs[b].at("logits");
+            std::vector<int32_t> labels;
+            for (int64_t i : batches[b]) labels.push_back(eval_.labels[(size_t)i]);
+            const Tensor loss = nn::BertForSequenceClassification::loss(logits, from_ints({(int64_t)labels.size()}, labels));
+            loss_sum += (double)loss.item() * (double)labels.size();
+            for (size_t r = 0; r < batches[b].size(); ++r) predicted[(size_t)batches[b][r]] = argmax_row(logits, r);
+        }
         ClassificationMetrics m = classification_metrics(eval_.labels, predicted, model_config_.num_labels);
         return {{"accuracy", m.accuracy},
                 {"eval_loss", eval_.labels.empty() ? 0.0 : loss_sum / (double)eval_.labels.size()},
@@ -108,10 +124,17 @@ public:
 
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
         Examples data = read_files(config_, {path}, -1, tokenizer_, false);
-        std::vector<int32_t> predicted;
-        std::vector<std::vector<float>> probabilities;
-        run_batches(data, batch_size, predicted, &probabilities, nullptr);
+        const std::vector<std::vector<int64_t>> batches = eval_batches(data.lengths, batch_size);
+        const std::vector<NamedOutputs> outputs = run_model(input_batches(data, batch_size));
         nlohmann::json out = nlohmann::json::array();
+        std::vector<int32_t> predicted(data.examples.size());
+        std::vector<std::vector<float>> probabilities(data.examples.size());
+        for (size_t b = 0; b < batches.size(); ++b)
+            for (size_t r = 0; r < batches[b].size(); ++r) {
+                const Tensor& logits = outputs[b].at("logits");
+                predicted[(size_t)batches[b][r]] = argmax_row(logits, r);
+                probabilities[(size_t)batches[b][r]] = softmax_row(logits, r);
+            }
         for (size_t i = 0; i < predicted.size(); ++i)
             out.push_back({{"id", data.examples[i].id}, {"label", predicted[i]}, {"probabilities", probabilities[i]}});
         return out;
@@ -129,36 +152,34 @@ private:
         return p;
     }
 
-    // Argmax per example (in example order); softmax probabilities and the summed loss on request.
-    void run_batches(const Examples& data, int64_t batch_size, std::vector<int32_t>& predicted,
-                     std::vector<std::vector<float>>* probabilities, double* loss_sum) {
-        const bool was_training = model_.is_training();
-        model_.eval();
-        NoGradGuard no_grad;
-        const int64_t n = (int64_t)data.encodings.size(), labels = model_config_.num_labels;
-        predicted.assign((size_t)n, 0);
-        if (probabilities) probabilities->assign((size_t)n, {});
-        for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size)) {
-            Batch batch = collate(data.encodings, loss_sum ? data.labels : std::vector<int32_t>{}, indices, padding());
-            Tensor logits = model_.forward(inputs_of(batch));
-            if (loss_sum)
-                *loss_sum += (double)nn::BertForSequenceClassification::loss(logits, batch.labels).item() *
-                             (double)indices.size();
-            const float* l = logits.f32();
-            for (size_t r = 0; r < indices.size(); ++r) {
-                const float* row = l + (int64_t)r * labels;
-                predicted[(size_t)indices[r]] = (int32_t)(std::max_element(row, row + labels) - row);
-                if (probabilities) {
-                    const float top = *std::max_element(row, row + labels);
-                    std::vector<float> p((size_t)labels);
-                    float total = 0;
-                    for (int64_t k = 0; k < labels; ++k) total += p[(size_t)k] = std::exp(row[k] - top);
-                    for (float& v : p) v /= total;
-                    (*probabilities)[(size_t)indices[r]] = std::move(p);
-                }
-            }
-        }
-        model_.train(was_training);
+    std::vector<nn::BertInputs> input_batches(const Examples& data, int64_t batch_size) const {
+        std::vector<nn::BertInputs> out;
+        for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size))
+            out.push_back(inputs_of(collate(data.encodings, {}, indices, padding())));
+        return out;
+    }
+
+    std::vector<NamedOutputs> run_model(const std::vector<nn::BertInputs>& batches) {
+        return run_eval_model(model_, batches, [&](const nn::BertInputs& in) {
+            return NamedOutputs{{"logits", model_.forward(in)}};
+        });
+    }
+
+    static int32_t argmax_row(const Tensor& logits, size_t r) {
+        const int64_t labels = logits.size(1);
+        const float* row = logits.f32() + (int64_t)r * labels;
+        return (int32_t)(std::max_element(row, row + labels) - row);
+    }
+
+    static std::vector<float> softmax_row(const Tensor& logits, size_t r) {
+        const int64_t labels = logits.size(1);
+        const float* row = logits.f32() + (int64_t)r * labels;
+        const float top = *std::max_element(row, row + labels);
+        std::vector<float> p((size_t)labels);
+        float total = 0;
+        for (int64_t k = 0; k < labels; ++k) total += p[(size_t)k] = std::exp(row[k] - top);
+        for (float& v : p) v /= total;
+        return p;
     }
 
     RunConfig config_;

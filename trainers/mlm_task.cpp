@@ -96,12 +96,20 @@ public:
 
     std::string main_metric() const override { return "eval_loss"; }
 
+    std::vector<nn::BertInputs> eval_inputs(int64_t) override { throw no_exported_form(); }
+    nlohmann::json score(const std::vector<NamedOutputs>&, int64_t) override { throw no_exported_form(); }
+
     nlohmann::json predict(const std::string&, int64_t) override {
         throw std::runtime_error(config_.source + ": data.task mlm has no predictions (masked-LM pretraining "
                                                   "labels no examples); use evaluate for its loss");
     }
 
 private:
+    std::runtime_error no_exported_form() const {
+        return std::runtime_error(config_.source + ": data.task mlm has no exported form to evaluate elsewhere; "
+                                                   "use evaluate for its loss");
+    }
+
     PackedSequences read_sequences(const std::string& key, const std::vector<std::string>& files, int64_t limit) {
         if (files.empty()) throw std::runtime_error(config_.source + ": data." + key + " is empty");
         PackedSequences packed = pack_documents(files, tokenizer_, config_.data.max_seq_length, limit);

@@ -8,6 +8,7 @@
 
 #include "trainers/calibrate.h"
 #include "trainers/export.h"
+#include "trainers/onnx_evaluation.h"
 #include "trainers/pipeline_report.h"
 #include "trainers/trainer.h"
 
@@ -39,6 +40,41 @@ nlohmann::json train_stage(const RunConfig& config, const char* name) {
     if (outcome.status == TrainStatus::diverged) throw std::runtime_error(name + std::string(": ") + outcome.message);
     if (outcome.status == TrainStatus::interrupted) return nullptr;
     return outcome.metrics;
+}
+
+// Both models as deployed: exported, then evaluated and timed in ONNX Runtime. The rows are kept
+// in onnx/evaluation.json, so a rerun does not repeat them.
+nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunConfig& qat) {
+    const std::string dir = config.training.output_dir + "/onnx", done = dir + "/evaluation.json";
+    if (fs::exists(done)) {
+        std::cerr << "pipeline: onnx done before (" << dir << ")\n";
+        return read_json_file(done);
+    }
+    fs::create_directories(dir);
+    const QdqTarget target =
+        config.pipeline.onnx_target == "tensorrt" ? QdqTarget::TensorRT : QdqTarget::OnnxRuntimeCpu;
+    OnnxEvaluationOptions options;
+    options.batch_size = config.training.per_device_eval_batch_size;
+    options.threads = config.pipeline.onnx_threads;
+    nlohmann::json rows = nlohmann::json::array();
+    const struct {
+        const RunConfig& run;
+        const char* file;
+        std::string model;
+    } stages[] = {{fp32, "model_fp32.onnx", "ONNX Runtime FP32"},
+                  {qat, "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + config.pipeline.onnx_target + " Q/DQ)"}};
+    for (const auto& s : stages) {
+        const std::string path = dir + "/" + s.file;
+        std::cerr << "pipeline: onnx -> " << path << "\n";
+        export_task_onnx(s.run, s.run.training.output_dir + "/model.h5", path, target);
+        std::unique_ptr<Task> task = make_task(s.run, {false, true});
+        nlohmann::json row = evaluate_onnx(*task, path, options);
+        row["model"] = s.model;
+        row["file"] = path;
+        rows.push_back(row);
+    }
+    write_json_file(done, rows);
+    return rows;
 }
 
 }  // namespace
@@ -82,7 +118,9 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     if (!fs::exists(calibration_json)) {
         std::cerr << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(calib, {true, true});
-        calibrate(calib, *task, {.sensitivity = sensitivity_from_name(config.pipeline.sensitivity)});
+        CalibrateOptions options;
+        options.sensitivity = sensitivity_from_name(config.pipeline.sensitivity);
+        calibrate(calib, *task, options);
     }
     results["calibration"] = read_json_file(calibration_json);
     std::string method = config.pipeline.calibration == "best" ? results["calibration"]["best"].get<std::string>()
@@ -98,17 +136,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     results["qat"] = train_stage(qat, "qat");
     if (results["qat"].is_null()) return {false, results};
 
-    if (config.pipeline.onnx) {
-        // Both models as deployed; evaluating them in ONNX Runtime from here is still to come
-        // (tests/test_onnx_tasks.cpp does it for the export itself).
-        const std::string dir = config.training.output_dir + "/onnx";
-        fs::create_directories(dir);
-        const QdqTarget target =
-            config.pipeline.onnx_target == "tensorrt" ? QdqTarget::TensorRT : QdqTarget::OnnxRuntimeCpu;
-        results["onnx_files"] = {
-            export_task_onnx(fp32, fp32.training.output_dir + "/model.h5", dir + "/model_fp32.onnx", target),
-            export_task_onnx(qat, qat.training.output_dir + "/model.h5", dir + "/model_int8.onnx", target)};
-    }
+    if (config.pipeline.onnx) results["onnx"] = onnx_stage(config, fp32, qat);
 
     // One flat object of every stage's metrics, for sweeps over pipelines (trainers/sweep.h).
     nlohmann::json summary;
@@ -120,6 +148,12 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     for (const auto& m : results["calibration"]["methods"])
         if (m["method"] == method) add("ptq_", m["metrics"]);
     add("qat_", results["qat"]);
+    if (config.pipeline.onnx) {
+        add("onnx_fp32_", results["onnx"][0]["metrics"]);
+        add("onnx_int8_", results["onnx"][1]["metrics"]);
+        summary["onnx_fp32_latency_ms"] = results["onnx"][0]["latency_ms"];
+        summary["onnx_int8_latency_ms"] = results["onnx"][1]["latency_ms"];
+    }
     results["summary"] = summary;
     write_pipeline_report(config, results);
     return {true, results};

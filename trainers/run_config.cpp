@@ -163,6 +163,8 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     if (p.onnx_target != "onnxruntime-cpu" && p.onnx_target != "tensorrt")
         pipeline.fail("onnx_target", "must be onnxruntime-cpu or tensorrt, got '" + p.onnx_target + "'");
     pipeline.read("onnx", p.onnx);
+    pipeline.read("onnx_threads", p.onnx_threads);
+    if (p.onnx_threads < 0) pipeline.fail("onnx_threads", "must not be negative");
     pipeline.read("sensitivity", p.sensitivity);
     if (p.sensitivity != "none" && p.sensitivity != "layers" && p.sensitivity != "quantizers")
         pipeline.fail("sensitivity", "must be none, layers or quantizers, got '" + p.sensitivity + "'");
@@ -254,6 +256,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
                      {"calibration", p.calibration},
                      {"onnx_target", p.onnx_target},
                      {"onnx", p.onnx},
+                     {"onnx_threads", p.onnx_threads},
                      {"sensitivity", p.sensitivity}};
     return j;
 }

@@ -17,8 +17,10 @@
 //   "pipeline": qat_learning_rate_ratio (0.1: QAT at a tenth of the FP32 rate, the recipes' 1/10
 //               to 1/100), qat_num_train_epochs (default: the FP32 run's), calibration ("best",
 //               or a method name such as "percentile-99.99"), onnx_target ("onnxruntime-cpu" or
-//               "tensorrt"), onnx (false skips export), sensitivity ("none", "layers" or
-//               "quantizers": calibrate's sweep) — trainers/pipeline.h
+//               "tensorrt"), onnx (false skips export and its evaluation in ONNX Runtime),
+//               onnx_threads (ONNX Runtime's intra-op threads; 0: its default, one per core),
+//               sensitivity ("none", "layers" or "quantizers": calibrate's sweep)
+//               — trainers/pipeline.h
 // "base": a config file (path relative to this one) whose keys this file overrides, key by key
 // as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
 // QAT config is its FP32 config plus a quantization section and a few training keys.
@@ -93,6 +95,7 @@ struct PipelineSettings {
     std::string calibration = "best";
     std::string onnx_target = "onnxruntime-cpu";
     bool onnx = true;
+    int onnx_threads = 0;
     std::string sensitivity = "layers";
 };
 

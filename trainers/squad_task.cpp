@@ -161,7 +161,13 @@ public:
     }
 
     nlohmann::json evaluate(int64_t batch_size) override {
-        const std::vector<SquadPrediction> predicted = run_windows(eval_, batch_size);
+        return score(run_model(eval_inputs(batch_size)), batch_size);
+    }
+
+    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(eval_, batch_size); }
+
+    nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
+        const std::vector<SquadPrediction> predicted = answers(eval_, batch_size, outputs);
         std::unordered_map<std::string, std::string> by_id;
         for (size_t i = 0; i < predicted.size(); ++i) by_id[eval_.examples[i].id] = predicted[i].text;
         const SquadEvaluation e = squad_v1_evaluate(eval_.examples, by_id);
@@ -176,7 +182,8 @@ public:
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
         SquadFiles files = read_files({path});
         const Features data = make_features(config_, tokenizer_, std::move(files.examples), -1, files);
-        const std::vector<SquadPrediction> predicted = run_windows(data, batch_size);
+        const std::vector<SquadPrediction> predicted =
+            answers(data, batch_size, run_model(input_batches(data, batch_size)));
         nlohmann::json out = nlohmann::json::object();
         for (size_t i = 0; i < predicted.size(); ++i) out[data.examples[i].id] = predicted[i].text;
         return out;
@@ -194,11 +201,26 @@ private:
         return {batch.input_ids, batch.token_type_ids, batch.attention_mask};
     }
 
-    // One answer per question of `data`, in question order.
-    std::vector<SquadPrediction> run_windows(const Features& data, int64_t batch_size) {
-        const bool was_training = model_.is_training();
-        model_.eval();
-        NoGradGuard no_grad;
+    std::vector<nn::BertInputs> input_batches(const Features& data, int64_t batch_size) const {
+        std::vector<nn::BertInputs> out;
+        for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size))
+            out.push_back(inputs_of(collate_windows(data.windows, indices, tokenizer_.pad_id)));
+        return out;
+    }
+
+    std::vector<NamedOutputs> run_model(const std::vector<nn::BertInputs>& batches) {
+        return run_eval_model(model_, batches, [&](const nn::BertInputs& in) {
+            const nn::SpanLogits logits = model_.forward(in);
+            return NamedOutputs{{"start_logits", logits.start}, {"end_logits", logits.end}};
+        });
+    }
+
+    // One answer per question of `data`, in question order, from the outputs for
+    // input_batches(data, batch_size).
+    std::vector<SquadPrediction> answers(const Features& data, int64_t batch_size,
+                                         const std::vector<NamedOutputs>& outputs) const {
+        const std::vector<std::vector<int64_t>> batches = eval_batches(data.lengths, batch_size);
+        check_outputs(outputs, batches, {"start_logits", "end_logits"});
         const int64_t T = config_.data.max_seq_length;
         // squad_predictions takes each row's n_best_size highest logits over all T positions
         // before it drops those outside the context, so a position past the window's end must
@@ -207,17 +229,19 @@ private:
         // when its logits are low, and make the answer depend on the batch it was run in.
         std::vector<float> start(data.windows.size() * (size_t)T, -std::numeric_limits<float>::infinity());
         std::vector<float> end(start);
-        for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size)) {
-            Batch batch = collate_windows(data.windows, indices, tokenizer_.pad_id);
-            const nn::SpanLogits logits = model_.forward(inputs_of(batch));
-            const int64_t width = logits.start.size(1);  // the batch's longest window
-            for (size_t r = 0; r < indices.size(); ++r) {
-                const size_t w = (size_t)indices[r], length = (size_t)data.lengths[w];
-                std::copy_n(logits.start.f32() + (int64_t)r * width, length, start.begin() + w * (size_t)T);
-                std::copy_n(logits.end.f32() + (int64_t)r * width, length, end.begin() + w * (size_t)T);
+        for (size_t b = 0; b < batches.size(); ++b) {
+            const Tensor& start_logits = outputs[b].at("start_logits");
+            const Tensor& end_logits = outputs[b].at("end_logits");
+            const int64_t width = start_logits.size(1);  // the batch's longest window
+            for (size_t r = 0; r < batches[b].size(); ++r) {
+                const size_t w = (size_t)batches[b][r], length = (size_t)data.lengths[w];
+                if ((int64_t)length > width || end_logits.size(1) != width)
+                    throw std::invalid_argument("score: batch " + std::to_string(b) + "'s logits are " +
+                                                std::to_string(width) + " wide, short of its windows");
+                std::copy_n(start_logits.f32() + (int64_t)r * width, length, start.begin() + w * (size_t)T);
+                std::copy_n(end_logits.f32() + (int64_t)r * width, length, end.begin() + w * (size_t)T);
             }
         }
-        model_.train(was_training);
         return squad_predictions(data.examples, data.windows, start, end, T);
     }
 

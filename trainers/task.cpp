@@ -4,6 +4,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "autograd/tape.h"
 #include "nn/pretrained.h"
 #include "quant/qdq_placement.h"
 #include "trainers/checkpoint.h"
@@ -47,6 +48,34 @@ std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengt
         batches.emplace_back(order.begin() + (std::ptrdiff_t)start, order.begin() + (std::ptrdiff_t)end);
     }
     return batches;
+}
+
+std::vector<NamedOutputs> run_eval_model(nn::Module& model, const std::vector<nn::BertInputs>& batches,
+                                         const std::function<NamedOutputs(const nn::BertInputs&)>& forward) {
+    const bool was_training = model.is_training();
+    model.eval();
+    NoGradGuard no_grad;
+    std::vector<NamedOutputs> outputs;
+    outputs.reserve(batches.size());
+    for (const nn::BertInputs& batch : batches) outputs.push_back(forward(batch));
+    model.train(was_training);
+    return outputs;
+}
+
+void check_outputs(const std::vector<NamedOutputs>& outputs, const std::vector<std::vector<int64_t>>& batches,
+                   const std::vector<std::string>& names) {
+    if (outputs.size() != batches.size())
+        throw std::invalid_argument("score: " + std::to_string(outputs.size()) + " outputs for " +
+                                    std::to_string(batches.size()) + " evaluation batches");
+    for (size_t b = 0; b < batches.size(); ++b)
+        for (const std::string& name : names) {
+            auto it = outputs[b].find(name);
+            if (it == outputs[b].end())
+                throw std::invalid_argument("score: batch " + std::to_string(b) + " has no output '" + name + "'");
+            if (!it->second.defined() || it->second.dim() < 1 || it->second.size(0) != (int64_t)batches[b].size())
+                throw std::invalid_argument("score: output '" + name + "' of batch " + std::to_string(b) +
+                                            " does not have " + std::to_string(batches[b].size()) + " rows");
+        }
 }
 
 std::vector<size_t> example_subset(size_t count, int64_t limit) {

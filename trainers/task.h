@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +29,10 @@ struct TaskData {
     bool train = true;
     bool eval = true;
 };
+
+// A model's outputs for one batch, by the names the ONNX export gives them (io/onnx_export.h):
+// "logits", or "start_logits" and "end_logits".
+using NamedOutputs = std::map<std::string, Tensor>;
 
 class Task {
 public:
@@ -53,6 +59,13 @@ public:
     // One pass over the evaluation set in eval mode without the tape, batch_size features at a
     // time. Keys are the metric names ("accuracy", "exact_match", "f1", "eval_loss", ...).
     virtual nlohmann::json evaluate(int64_t batch_size) = 0;
+    // evaluate() in two halves, so that another runtime can run the model between them
+    // (trainers/onnx_evaluation.h): the evaluation set as model inputs, eval_batches' batches
+    // each padded to its longest feature, and the metrics of the outputs for those batches, in
+    // the same order. evaluate() is score() of model()'s outputs. Masked-LM, which has no
+    // exported form, throws.
+    virtual std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) = 0;
+    virtual nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) = 0;
     // The metric the best model is chosen by when the config names none.
     virtual std::string main_metric() const = 0;
 
@@ -80,6 +93,12 @@ void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& co
 // Evaluation batches: indices 0..N-1 cut into batch_size runs after sorting by length (longest
 // first), so that a batch pads little. The order of the examples does not change any metric.
 std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size);
+// `model` in eval mode without the tape, run on each batch by `forward`; the mode is restored.
+std::vector<NamedOutputs> run_eval_model(nn::Module& model, const std::vector<nn::BertInputs>& batches,
+                                         const std::function<NamedOutputs(const nn::BertInputs&)>& forward);
+// Throws unless score() was given one output per batch, each with `names`, of `rows` rows.
+void check_outputs(const std::vector<NamedOutputs>& outputs, const std::vector<std::vector<int64_t>>& batches,
+                   const std::vector<std::string>& names);
 
 // Which of `count` examples a max_*_examples limit keeps: all when limit < 0 or limit >= count,
 // else `limit` of them drawn at random with a fixed seed, in file order. Not the first `limit`:

@@ -1,0 +1,40 @@
+// Running an exported model in ONNX Runtime's CPU provider, the runtime users deploy with and the
+// judge of every export: through io/onnxruntime/run_model.js and the onnxruntime-node that
+// scripts/setup.sh installs there (Debian packages no ONNX Runtime for C or C++). Feeds and
+// outputs travel as JSON files beside the model, removed afterwards.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+#include "nn/bert.h"
+
+namespace qdq {
+
+struct OnnxRuntimeOptions {
+    int threads = 1;                          // intra-op threads; 0: ORT's default, one per core
+    int warmup_runs = 0;                      // untimed runs of the first feed before the timed ones
+    std::string optimized_path;               // where to save the graph ORT ran, after its fusions
+    std::vector<std::string> session_config;  // "key=value" session config entries
+};
+
+struct OnnxRuntimeResult {
+    std::vector<std::map<std::string, Tensor>> outputs;  // one per feed, by output name
+    std::vector<double> milliseconds;                    // session.run's wall time per feed
+};
+
+// Runs the feeds one after another in one session. Undefined token_type_ids are zeros and an
+// undefined attention_mask ones, as in the framework. Throws with node's own message when the
+// run fails, and with onnxruntime_unavailable()'s when it cannot start.
+OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vector<nn::BertInputs>& feeds,
+                                  const OnnxRuntimeOptions& options = {});
+
+// Empty when node can load onnxruntime-node, else why not and how to fix it.
+std::string onnxruntime_unavailable();
+
+// io/onnxruntime in the source tree: run_model.js and its node_modules.
+std::string onnxruntime_dir();
+
+}  // namespace qdq
