@@ -10,6 +10,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/sweep.h"
+#include "trainers/sweep_report.h"
 
 using namespace qdq;
 using qdq::testing::TempDir;
@@ -145,4 +146,58 @@ TEST(Sweep, SlurmScriptIsValidBash) {
     int status = 0;
     std::string output = run("bash -n " + file, status);
     EXPECT_EQ(status, 0) << output;
+}
+
+// A pipeline sweep's report from run directories written here: two learning rates × two seeds.
+// Each cell is checked against mean ± sample std worked out by hand from the numbers below.
+TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    const std::string path = write_sweep(dir, {{"command", "pipeline"},
+                                               {"results_dir", (dir.path() / "tables").string()},
+                                               {"metric", "qat_accuracy"},
+                                               {"grid", {{"training.learning_rate", {1e-4, 2e-4}}, {"training.seed", {1, 2}}}}});
+    Sweep sweep = load_sweep(path);
+    ASSERT_EQ(sweep.runs.size(), 4u);
+    // accuracy of FP32, PTQ max, QAT, ONNX INT8 per run; latency of the ONNX row.
+    const double table[4][4] = {{0.80, 0.70, 0.79, 0.79}, {0.84, 0.72, 0.81, 0.80},
+                                {0.90, 0.60, 0.88, 0.88}, {0.90, 0.60, 0.88, 0.88}};
+    for (size_t r = 0; r < 4; ++r) {
+        const std::string run = sweep.runs[r].dir;
+        nlohmann::json results = {
+            {"config", {{"training", {{"seed", sweep.runs[r].values["training.seed"]}}}}},
+            {"fp32", {{"accuracy", table[r][0]}}},
+            {"calibration", {{"methods", {{{"method", "max"}, {"metrics", {{"accuracy", table[r][1]}}}}}}}},
+            {"qat_from", r == 1 ? "entropy" : "max"},
+            {"qat", {{"accuracy", table[r][2]}}},
+            {"onnx", {{{"model", "ONNX Runtime INT8"}, {"metrics", {{"accuracy", table[r][3]}}},
+                       {"latency_ms", 10.0 + (double)r}, {"ms_per_example", 2.0}}}},
+            {"summary", {{"qat_accuracy", table[r][2]}}}};
+        for (const char* stage : {"fp32", "qat"}) {
+            fs::create_directories(fs::path(run) / stage);
+            std::ofstream(fs::path(run) / stage / "metrics.jsonl")
+                << "{\"step\":1,\"loss\":0.7}\n{\"step\":2,\"loss\":0.5,\"eval_accuracy\":0.8}\n";
+        }
+        std::ofstream(fs::path(run) / "results.json") << results.dump();
+    }
+    const std::string md = write_sweep_report(sweep, sweep_results(sweep));
+    EXPECT_EQ(md, [&] {
+        std::string text;
+        std::getline(std::ifstream(dir.path() / "tables" / "results.md"), text, '\0');
+        return text;
+    }());
+    // Seeds 1 and 2 of lr 1e-4: FP32 82 ± 2.83 (sqrt(8)), PTQ 71 ± 1.41, its change from FP32
+    // -11 ± 1.41 (−10, −12), QAT 80 ± 1.41 from both calibrations, latency 10.5 ± 0.7.
+    EXPECT_NE(md.find("## training.learning_rate = 0.0001"), std::string::npos) << md;
+    EXPECT_NE(md.find("| FP32 | 82.00 ± 2.83 |  |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| PTQ max | 71.00 ± 1.41 | -11.00 ± 1.41 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| QAT (from entropy, max) | 80.00 ± 1.41 | -2.00 ± 1.41 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| ONNX Runtime INT8 | 79.50 ± 0.71 | -2.50 ± 2.12 | 10.5 ± 0.7 | 2.00 ± 0.00 |"),
+              std::string::npos) << md;
+    // lr 2e-4: equal runs, std 0.
+    EXPECT_NE(md.find("| PTQ max | 60.00 ± 0.00 | -30.00 ± 0.00 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("## Runs"), std::string::npos);
+    for (const char* file : {"plots/group-0_metric_by_stage.svg", "plots/group-1_metric_by_stage.svg",
+                             "plots/run-003_qat_loss.svg", "plots/run-000_fp32_eval.svg", "results.json"})
+        EXPECT_TRUE(fs::exists(dir.path() / "tables" / file)) << file;
 }

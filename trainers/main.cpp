@@ -25,6 +25,7 @@
 #include "trainers/pipeline.h"
 #include "trainers/export.h"
 #include "trainers/sweep.h"
+#include "trainers/sweep_report.h"
 #include "trainers/trainer.h"
 #include "trainers/training_curves.h"
 
@@ -249,7 +250,8 @@ bool contains(const std::vector<std::string>& list, const std::string& s) {
 const char* kSweepUsage = "usage: qdqtrain sweep SWEEP.json [--parallel N] [--slurm FILE] [--results]\n";
 const char* kSweepHelp =
     "Runs every run of the sweep that has not finished (an interrupted one resumes), then\n"
-    "writes results.json and results.md (runs sorted by the sweep's metric) into its output_dir.\n"
+    "writes results.json and results.md (runs sorted by the sweep's metric; for pipelines also\n"
+    "each stage's mean ± std over seeds, with plots) into its results_dir.\n"
     "The sweep file's format is described in trainers/sweep.h.\n"
     "\n"
     "  --parallel N      runs at a time on this machine (overrides the file's \"parallel\")\n"
@@ -297,12 +299,8 @@ int run_sweep_command(int argc, char** argv) {
         return 0;
     }
     const int failed = results_only ? 0 : qdq::run_sweep(sweep, self);
-    const nlohmann::json results = qdq::sweep_results(sweep);
-    const std::string table = qdq::sweep_table(sweep, results);
-    std::filesystem::create_directories(sweep.output_dir);
-    std::ofstream(sweep.output_dir + "/results.json") << results.dump(2) << '\n';
-    std::ofstream(sweep.output_dir + "/results.md") << table;
-    std::printf("\n%s", table.c_str());
+    const std::string report = qdq::write_sweep_report(sweep, qdq::sweep_results(sweep));
+    std::printf("\n%s", report.c_str());
     return failed ? 1 : 0;
 }
 

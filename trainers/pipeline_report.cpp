@@ -13,7 +13,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The metrics a row shows: SQuAD's two (already in %), else accuracy (a fraction, shown in %).
+std::string fixed(double v, int digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+}  // namespace
+
 std::vector<std::string> shown_metrics(const nlohmann::json& fp32) {
     if (fp32.contains("f1")) return {"exact_match", "f1"};
     return {"accuracy"};
@@ -23,14 +30,6 @@ double percent(const nlohmann::json& metrics, const std::string& name) {
     double v = metrics.at(name).get<double>();
     return name == "accuracy" ? 100 * v : v;
 }
-
-std::string fixed(double v, int digits) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
-
-}  // namespace
 
 nlohmann::json pipeline_rows(const nlohmann::json& r) {
     nlohmann::json rows = nlohmann::json::array();

@@ -6,6 +6,9 @@
 // the two training runs' curves.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "trainers/run_config.h"
@@ -16,5 +19,10 @@ void write_pipeline_report(const RunConfig& config, const nlohmann::json& result
 
 // The rows of the table: {"model", "metrics", ...} in order.
 nlohmann::json pipeline_rows(const nlohmann::json& results);
+
+// The metrics a row shows, given the FP32 metrics: SQuAD's exact_match and f1, else accuracy.
+std::vector<std::string> shown_metrics(const nlohmann::json& fp32);
+// A shown metric in %: accuracy is kept as a fraction, SQuAD's scores already in %.
+double percent(const nlohmann::json& metrics, const std::string& name);
 
 }  // namespace qdq

@@ -86,9 +86,6 @@ std::vector<std::string> run_arguments(const Sweep& sweep, const SweepRun& run) 
     return args;
 }
 
-// What a finished run leaves: train's final metrics, or the pipeline's table.
-std::string results_file(const Sweep& sweep) { return sweep.command == "pipeline" ? "results.json" : "eval_results.json"; }
-
 bool is_done(const Sweep& sweep, const SweepRun& run) { return fs::exists(fs::path(run.dir) / results_file(sweep)); }
 
 // Starts one run with its output in run.log; returns the child's pid.
@@ -121,6 +118,8 @@ pid_t start_run(const Sweep& sweep, const SweepRun& run, const std::string& bina
 
 }  // namespace
 
+std::string results_file(const Sweep& sweep) { return sweep.command == "pipeline" ? "results.json" : "eval_results.json"; }
+
 Sweep load_sweep(const std::string& path) {
     nlohmann::json raw = read_json_file(path);
     JsonFields f(raw, "", path);
@@ -133,6 +132,8 @@ Sweep load_sweep(const std::string& path) {
     if (!fs::exists(sweep.config)) f.fail("config", "names a missing file: " + sweep.config);
     f.read("output_dir", sweep.output_dir);
     if (sweep.output_dir.empty()) f.fail("output_dir", "is required");
+    f.read("results_dir", sweep.results_dir);
+    if (sweep.results_dir.empty()) sweep.results_dir = sweep.output_dir;
     f.read("command", sweep.command);
     if (sweep.command != "train" && sweep.command != "pipeline") f.fail("command", "must be train or pipeline");
     f.read("metric", sweep.metric);
@@ -239,66 +240,6 @@ std::string slurm_script(const Sweep& sweep, const std::string& binary) {
     s += "mkdir -p \"$dir\"\n";
     s += "exec " + shell_quote(binary) + " \"${args[@]}\"\n";
     return s;
-}
-
-nlohmann::json sweep_results(const Sweep& sweep) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const SweepRun& run : sweep.runs) {
-        nlohmann::json row = {{"run", fs::path(run.dir).filename().string()}, {"dir", run.dir}, {"values", run.values}};
-        const fs::path results = fs::path(run.dir) / results_file(sweep);
-        row["metrics"] = fs::exists(results) ? read_json_file(results.string()) : nlohmann::json();
-        if (sweep.command == "pipeline" && !row["metrics"].is_null()) row["metrics"] = row["metrics"]["summary"];
-        rows.push_back(row);
-    }
-    auto score = [&](const nlohmann::json& row) -> std::optional<double> {
-        if (row["metrics"].is_null() || !row["metrics"].contains(sweep.metric)) return std::nullopt;
-        return row["metrics"][sweep.metric].get<double>();
-    };
-    std::stable_sort(rows.begin(), rows.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
-        auto x = score(a), y = score(b);
-        if (!x || !y) return x.has_value() && !y.has_value();
-        return sweep.greater_is_better ? *x > *y : *x < *y;
-    });
-    return rows;
-}
-
-std::string sweep_table(const Sweep& sweep, const nlohmann::json& results) {
-    std::vector<std::string> keys, metrics;
-    for (const nlohmann::json& row : results) {
-        for (const auto& [k, v] : row["values"].items())
-            if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-        if (row["metrics"].is_object())
-            for (const auto& [k, v] : row["metrics"].items())
-                if (std::find(metrics.begin(), metrics.end(), k) == metrics.end()) metrics.push_back(k);
-    }
-    // The sorting metric first, then the rest in name order.
-    std::sort(metrics.begin(), metrics.end(), [&](const std::string& a, const std::string& b) {
-        return (a == sweep.metric) != (b == sweep.metric) ? a == sweep.metric : a < b;
-    });
-    std::string header = "| run |", rule = "|---|";
-    for (const std::string& k : keys) header += " " + k + " |", rule += "---|";
-    for (const std::string& m : metrics) header += " " + m + " |", rule += "---|";
-    std::string table = header + "\n" + rule + "\n";
-    for (const nlohmann::json& row : results) {
-        std::string line = "| " + row["run"].get<std::string>() + " |";
-        for (const std::string& k : keys) line += " " + (row["values"].contains(k) ? row["values"][k].dump() : "") + " |";
-        for (const std::string& m : metrics) {
-            std::string cell = "(no result)";
-            if (row["metrics"].is_object()) {
-                cell = "";
-                if (row["metrics"].contains(m)) {
-                    const nlohmann::json& v = row["metrics"][m];
-                    char buffer[32];
-                    if (v.is_number_float()) std::snprintf(buffer, sizeof buffer, "%.4f", v.get<double>());
-                    else std::snprintf(buffer, sizeof buffer, "%s", v.dump().c_str());
-                    cell = buffer;
-                }
-            }
-            line += " " + cell + " |";
-        }
-        table += line + "\n";
-    }
-    return table;
 }
 
 }  // namespace qdq

@@ -3,6 +3,8 @@
 // SWEEP.json:
 //   {"config": "imdb.json",             base run config, relative to the sweep file
 //    "output_dir": "runs/sweep",        run directories go in here: run-000, run-001, ...
+//    "results_dir": "experiments/results/imdb",  where the tables go (default: output_dir);
+//                                       trainers/sweep_report.h
 //    "command": "train",                the qdqtrain command each run executes: train, or pipeline
 //                                       (trainers/pipeline.h; metrics from results.json's summary,
 //                                       e.g. "qat_accuracy", "ptq_f1", "onnx_int8_accuracy")
@@ -38,6 +40,7 @@ struct SweepRun {
 struct Sweep {
     std::string config;  // resolved path of the base run config
     std::string output_dir;
+    std::string results_dir;
     std::string command = "train";
     std::string metric = "accuracy";
     bool greater_is_better = true;
@@ -55,9 +58,7 @@ int run_sweep(const Sweep& sweep, const std::string& qdqtrain_binary);
 // A Slurm job-array script (one array task per run) that does what run_sweep does.
 std::string slurm_script(const Sweep& sweep, const std::string& qdqtrain_binary);
 
-// Every run's swept values and final metrics, sorted by the sweep's metric (runs without
-// results last), as JSON and as a Markdown table.
-nlohmann::json sweep_results(const Sweep& sweep);
-std::string sweep_table(const Sweep& sweep, const nlohmann::json& results);
+// What a finished run leaves: train's eval_results.json, or the pipeline's results.json.
+std::string results_file(const Sweep& sweep);
 
 }  // namespace qdq

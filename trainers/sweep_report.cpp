@@ -1,0 +1,220 @@
+#include "trainers/sweep_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "trainers/pipeline_report.h"
+#include "trainers/run_config.h"
+#include "trainers/svg_plot.h"
+#include "trainers/training_curves.h"
+
+namespace qdq {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixed(double v, int digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+// "mean ± sample standard deviation", or the value alone for one run.
+std::string mean_std(const std::vector<double>& xs, int digits, bool sign = false) {
+    if (xs.empty()) return "";
+    double mean = 0;
+    for (double x : xs) mean += x / (double)xs.size();
+    std::string out = (sign && mean >= 0 ? "+" : "") + fixed(mean, digits);
+    if (xs.size() < 2) return out;
+    double ss = 0;
+    for (double x : xs) ss += (x - mean) * (x - mean);
+    return out + " ± " + fixed(std::sqrt(ss / (double)(xs.size() - 1)), digits);
+}
+
+double mean(const std::vector<double>& xs) {
+    double m = 0;
+    for (double x : xs) m += x / (double)xs.size();
+    return m;
+}
+
+// One row of the stage table, gathered over the runs of a group.
+struct StageRow {
+    std::string model;
+    std::vector<std::string> qat_from;               // the calibration each run's QAT started from
+    std::vector<std::vector<double>> value, change;  // per shown metric: each run's %, and − FP32
+    std::vector<double> latency_ms, ms_per_example;
+};
+
+// The runs whose swept values other than training.seed are equal, in sweep order.
+std::vector<std::pair<nlohmann::json, std::vector<const SweepRun*>>> seed_groups(const Sweep& sweep) {
+    std::vector<std::pair<nlohmann::json, std::vector<const SweepRun*>>> groups;
+    for (const SweepRun& run : sweep.runs) {
+        nlohmann::json key = run.values;
+        key.erase("training.seed");
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+        if (it == groups.end()) groups.push_back({key, {&run}});
+        else it->second.push_back(&run);
+    }
+    return groups;
+}
+
+// The stage table of one group, with its plots written under plots/ as `name`_*.
+std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std::vector<const SweepRun*>& runs,
+                        const std::string& name) {
+    std::vector<StageRow> rows;
+    std::vector<std::string> metrics, done, curves;
+    for (const SweepRun* run : runs) {
+        const fs::path file = fs::path(run->dir) / "results.json";
+        if (!fs::exists(file)) continue;
+        const nlohmann::json results = read_json_file(file.string());
+        if (metrics.empty()) metrics = shown_metrics(results["fp32"]);
+        const std::string run_name = fs::path(run->dir).filename().string();
+        done.push_back(run_name + " (seed " + results["config"]["training"]["seed"].dump() + ")");
+        for (const char* stage : {"fp32", "qat"}) {
+            const std::string prefix = sweep.results_dir + "/plots/" + run_name + "_" + stage;
+            write_training_curves(run->dir + "/" + stage, prefix);
+            curves.push_back("[" + run_name + " " + stage + "](plots/" + run_name + "_" + stage + "_loss.svg)");
+        }
+        for (const nlohmann::json& row : pipeline_rows(results)) {
+            std::string model = row["model"];
+            const bool qat = model.rfind("QAT", 0) == 0;
+            if (qat) model = "QAT";
+            auto it = std::find_if(rows.begin(), rows.end(), [&](const StageRow& r) { return r.model == model; });
+            if (it == rows.end()) {
+                rows.push_back({model, {}, std::vector<std::vector<double>>(metrics.size()),
+                                std::vector<std::vector<double>>(metrics.size()), {}, {}});
+                it = rows.end() - 1;
+            }
+            if (qat) it->qat_from.push_back(results["qat_from"]);
+            for (size_t m = 0; m < metrics.size(); ++m) {
+                it->value[m].push_back(percent(row["metrics"], metrics[m]));
+                it->change[m].push_back(it->value[m].back() - percent(results["fp32"], metrics[m]));
+            }
+            if (row.contains("latency_ms")) {
+                it->latency_ms.push_back(row["latency_ms"]);
+                it->ms_per_example.push_back(row["ms_per_example"]);
+            }
+        }
+    }
+    std::string title;
+    for (const auto& [k, v] : key.items()) title += (title.empty() ? "" : ", ") + k + " = " + v.dump();
+    std::string md = "## " + (title.empty() ? std::string("Every run") : title) + "\n\n";
+    if (done.empty()) return md + "No run has finished yet.\n\n";
+    md += std::to_string(done.size()) + " run" + (done.size() > 1 ? "s, mean ± standard deviation" : "") + ": ";
+    for (size_t i = 0; i < done.size(); ++i) md += (i ? ", " : "") + done[i];
+    md += ".\n\n| model |";
+    std::string rule = "|---|";
+    for (const std::string& m : metrics) md += " " + m + " (%) | vs FP32 |", rule += "---:|---:|";
+    md += " ONNX Runtime latency, batch 1 (ms) | batched (ms/example) |\n" + rule + "---:|---:|\n";
+    std::vector<std::string> labels;
+    std::vector<double> values;
+    for (StageRow& r : rows) {
+        std::string model = r.model;
+        if (!r.qat_from.empty()) {
+            std::sort(r.qat_from.begin(), r.qat_from.end());
+            r.qat_from.erase(std::unique(r.qat_from.begin(), r.qat_from.end()), r.qat_from.end());
+            model += " (from ";
+            for (size_t i = 0; i < r.qat_from.size(); ++i) model += (i ? ", " : "") + r.qat_from[i];
+            model += ")";
+        }
+        md += "| " + model + " |";
+        for (size_t m = 0; m < metrics.size(); ++m)
+            md += " " + mean_std(r.value[m], 2) + " | " + (r.model == "FP32" ? "" : mean_std(r.change[m], 2, true)) + " |";
+        md += " " + mean_std(r.latency_ms, 1) + " | " + mean_std(r.ms_per_example, 2) + " |\n";
+        labels.push_back(model);
+        values.push_back(mean(r.value.back()));
+    }
+    const std::string chart = "plots/" + name + "_metric_by_stage.svg";
+    write_svg(sweep.results_dir + "/" + chart,
+              svg_bar_chart(metrics.back() + " by stage" + (done.size() > 1 ? " (mean over runs)" : ""),
+                            metrics.back() + " (%)", labels, values));
+    md += "\n![" + metrics.back() + " by stage](" + chart + ")\n\nTraining loss:";
+    for (const std::string& c : curves) md += " " + c;
+    return md + "\n\n";
+}
+
+}  // namespace
+
+nlohmann::json sweep_results(const Sweep& sweep) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const SweepRun& run : sweep.runs) {
+        nlohmann::json row = {{"run", fs::path(run.dir).filename().string()}, {"dir", run.dir}, {"values", run.values}};
+        const fs::path results = fs::path(run.dir) / results_file(sweep);
+        row["metrics"] = fs::exists(results) ? read_json_file(results.string()) : nlohmann::json();
+        if (sweep.command == "pipeline" && !row["metrics"].is_null()) row["metrics"] = row["metrics"]["summary"];
+        rows.push_back(row);
+    }
+    auto score = [&](const nlohmann::json& row) -> std::optional<double> {
+        if (row["metrics"].is_null() || !row["metrics"].contains(sweep.metric)) return std::nullopt;
+        return row["metrics"][sweep.metric].get<double>();
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
+        auto x = score(a), y = score(b);
+        if (!x || !y) return x.has_value() && !y.has_value();
+        return sweep.greater_is_better ? *x > *y : *x < *y;
+    });
+    return rows;
+}
+
+std::string sweep_table(const Sweep& sweep, const nlohmann::json& results) {
+    std::vector<std::string> keys, metrics;
+    for (const nlohmann::json& row : results) {
+        for (const auto& [k, v] : row["values"].items())
+            if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+        if (row["metrics"].is_object())
+            for (const auto& [k, v] : row["metrics"].items())
+                if (std::find(metrics.begin(), metrics.end(), k) == metrics.end()) metrics.push_back(k);
+    }
+    // The sorting metric first, then the rest in name order.
+    std::sort(metrics.begin(), metrics.end(), [&](const std::string& a, const std::string& b) {
+        return (a == sweep.metric) != (b == sweep.metric) ? a == sweep.metric : a < b;
+    });
+    std::string header = "| run |", rule = "|---|";
+    for (const std::string& k : keys) header += " " + k + " |", rule += "---|";
+    for (const std::string& m : metrics) header += " " + m + " |", rule += "---|";
+    std::string table = header + "\n" + rule + "\n";
+    for (const nlohmann::json& row : results) {
+        std::string line = "| " + row["run"].get<std::string>() + " |";
+        for (const std::string& k : keys) line += " " + (row["values"].contains(k) ? row["values"][k].dump() : "") + " |";
+        for (const std::string& m : metrics) {
+            std::string cell = "(no result)";
+            if (row["metrics"].is_object()) {
+                cell = "";
+                if (row["metrics"].contains(m)) {
+                    const nlohmann::json& v = row["metrics"][m];
+                    char buffer[32];
+                    if (v.is_number_float()) std::snprintf(buffer, sizeof buffer, "%.4f", v.get<double>());
+                    else std::snprintf(buffer, sizeof buffer, "%s", v.dump().c_str());
+                    cell = buffer;
+                }
+            }
+            line += " " + cell + " |";
+        }
+        table += line + "\n";
+    }
+    return table;
+}
+
+std::string write_sweep_report(const Sweep& sweep, const nlohmann::json& results) {
+    fs::create_directories(sweep.results_dir + "/plots");
+    write_json_file(sweep.results_dir + "/results.json", results);
+    std::string md = sweep_table(sweep, results);
+    if (sweep.command == "pipeline") {
+        std::string tables = "# Sweep of " + sweep.config + "\n\n";
+        const auto groups = seed_groups(sweep);
+        for (size_t g = 0; g < groups.size(); ++g)
+            tables += stage_table(sweep, groups[g].first, groups[g].second, "group-" + std::to_string(g));
+        md = tables + "## Runs\n\n" + md;
+    }
+    std::ofstream out(sweep.results_dir + "/results.md", std::ios::trunc);
+    out << md;
+    if (!out) throw std::runtime_error(sweep.results_dir + "/results.md: cannot write");
+    return md;
+}
+
+}  // namespace qdq
