@@ -195,8 +195,8 @@ const std::map<std::string, Command>& commands() {
           "Runs the whole path on one config: fine-tunes in FP32 (output_dir/fp32), calibrates by\n"
           "every method (calibrate/), fine-tunes with quantization from the best calibration at\n"
           "pipeline.qat_learning_rate_ratio of the learning rate (qat/), exports both models to\n"
-          "ONNX (onnx/), and writes results.md and results.json. Stages already done are\n"
-          "skipped; an interrupted stage resumes.\n",
+          "ONNX and evaluates and times them in ONNX Runtime (onnx/), and writes results.md and\n"
+          "results.json. Stages already done are skipped; an interrupted stage resumes.\n",
           {},
           {},
           run_pipeline}},
