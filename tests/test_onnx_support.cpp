@@ -1,7 +1,5 @@
 #include "tests/test_onnx_support.h"
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +13,7 @@
 #include "autograd/tape.h"
 #include "nn/heads.h"
 #include "nn/state_dict.h"
+#include "tests/support/run_command.h"
 
 namespace qdq::testing {
 
@@ -30,21 +29,6 @@ std::map<std::string, Tensor> by_name(const NamedTensors& state) {
 
 const char* kLinears[] = {"attention.self.query", "attention.self.key", "attention.self.value",
                           "attention.output.dense", "intermediate.dense", "output.dense"};
-
-struct CommandResult {
-    int status;
-    std::string output;  // stdout and stderr
-};
-
-CommandResult run_command(const std::string& command) {
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (!pipe) return {-1, "popen failed"};
-    std::string output;
-    char buffer[4096];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
-    int status = pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
@@ -254,7 +238,7 @@ NamedTensors with_synthetic_ranges(const NamedTensors& state, const nn::BertConf
 }
 
 std::string python_onnx_check(const std::string& model_path) {
-    CommandResult r = run_command(python_with_onnx() +
+    Process r = run_command(python_with_onnx() +
                                   " -c 'import sys, onnx; onnx.checker.check_model(onnx.load(sys.argv[1]), "
                                   "full_check=True)' " + quoted(model_path));
     return r.status == 0 ? "" : r.output.empty() ? "exit status " + std::to_string(r.status) : r.output;

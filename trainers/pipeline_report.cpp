@@ -11,15 +11,11 @@ namespace qdq {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string fixed(double v, int digits) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
     return buf;
 }
-
-}  // namespace
 
 std::vector<std::string> shown_metrics(const nlohmann::json& fp32) {
     if (fp32.contains("f1")) return {"exact_match", "f1"};

@@ -24,5 +24,7 @@ nlohmann::json pipeline_rows(const nlohmann::json& results);
 std::vector<std::string> shown_metrics(const nlohmann::json& fp32);
 // A shown metric in %: accuracy is kept as a fraction, SQuAD's scores already in %.
 double percent(const nlohmann::json& metrics, const std::string& name);
+// `v` with `digits` decimals, as the tables print numbers.
+std::string fixed(double v, int digits);
 
 }  // namespace qdq

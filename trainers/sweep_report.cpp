@@ -18,12 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixed(double v, int digits) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
-
 // "mean ± sample standard deviation", or the value alone for one run.
 std::string mean_std(const std::vector<double>& xs, int digits, bool sign = false) {
     if (xs.empty()) return "";

@@ -1,28 +1,13 @@
 // Runs the qdqtrain binary the test was built against (QDQTRAIN_PATH, set by tests/CMakeLists.txt)
-// with `args`, capturing what it prints on stdout and stderr together, and its exit status.
+// with `args`.
 #pragma once
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
+
+#include "tests/support/run_command.h"
 
 namespace qdq::testing {
 
-struct Process {
-    int status = -1;     // the exit code; -1 when killed by a signal
-    std::string output;  // stdout and stderr, interleaved as written
-};
-
-inline Process run_qdqtrain(const std::string& args) {
-    Process p;
-    FILE* pipe = popen((std::string(QDQTRAIN_PATH) + " " + args + " 2>&1").c_str(), "r");
-    if (!pipe) return p;
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) p.output.append(buffer, n);
-    const int raw = pclose(pipe);
-    p.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return p;
-}
+inline Process run_qdqtrain(const std::string& args) { return run_command(std::string(QDQTRAIN_PATH) + " " + args); }
 
 }  // namespace qdq::testing
