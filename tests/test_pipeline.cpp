@@ -8,13 +8,14 @@
 #include <filesystem>
 
 #include "io/onnx_runtime.h"
-#include "tests/support/temp_dir.h"
 #include "nn/heads.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
 #include "trainers/pipeline.h"
 #include "trainers/pipeline_report.h"
 #include "trainers/task.h"
+#include "trainers/trainer.h"
 
 using namespace qdq;
 using qdq::testing::TempDir;
@@ -50,7 +51,12 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     }
     TempDir dir;
     write_task_files(dir);
+    // The model starts from a saved one and takes its shape from there, as the experiment
+    // configs start from the pretrained checkpoint: every stage's checkpoints must carry it on.
+    const RunConfig pretrained = parse_run_config(tiny_config(dir, "pretrained"), "pre.json", ".");
+    ASSERT_EQ(train(pretrained, *make_task(pretrained, {})).status, TrainStatus::finished);
     nlohmann::json raw = tiny_config(dir, "pipe");
+    raw["model"] = {{"init", (dir.path() / "pretrained" / "model.h5").string()}};
     raw["quantization"] = {{"calibration_examples", 16}};
     raw["pipeline"] = {{"calibration", "percentile-99.99"}, {"qat_learning_rate_ratio", 0.05}};
     RunConfig config = parse_run_config(raw, "pipe.json", ".");

@@ -129,10 +129,14 @@ TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
     }
     EXPECT_EQ(losses, 14);
     EXPECT_EQ(evals, 2);
-    // The written config reloads to the same run, and model.h5 evaluates to eval_results.json.
+    // The written config reloads to the same run, its model config spelt out in full, and
+    // model.h5 evaluates to eval_results.json.
     RunConfig again = load_run_config((run / "config.json").string());
-    EXPECT_EQ(run_config_to_json(again), run_config_to_json(parse(raw)));
     std::unique_ptr<Task> fresh = make_task(again, {false, true});
+    nlohmann::json expected = run_config_to_json(parse(raw));
+    expected["model"]["config"] = nn::bert_config_to_json(fresh->model_config());
+    EXPECT_EQ(run_config_to_json(again), expected);
+    EXPECT_EQ(again.model.config["hidden_size"], 16);
     load_model_weights(fresh->model(), (run / "model.h5").string());
     nlohmann::json saved;
     std::ifstream(run / "eval_results.json") >> saved;

@@ -154,7 +154,7 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
         nlohmann::json metrics = task.evaluate(batch_size);
         const double value = main_value(metrics, metric, config.source);
         std::cerr << "calibrate: " << name << " " << metric << " " << value << "\n";
-        nlohmann::json saved_config = run_config_to_json(config);
+        nlohmann::json saved_config = saved_run_config(config, task);
         saved_config["quantization"]["calibrator"] = amax_method_name(m.method);
         saved_config["quantization"]["percentile"] = m.percentile;
         fs::create_directories(out_dir + "/" + name);

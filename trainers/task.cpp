@@ -27,6 +27,12 @@ nn::BertConfig task_model_config(const RunConfig& config) {
     return c;
 }
 
+nlohmann::json saved_run_config(const RunConfig& config, const Task& task) {
+    nlohmann::json j = run_config_to_json(config);
+    j["model"]["config"] = nn::bert_config_to_json(task.model_config());
+    return j;
+}
+
 WordPieceTokenizer task_tokenizer(const RunConfig& config) {
     return load_wordpiece_tokenizer(config.data.vocab, config.data.do_lower_case);
 }

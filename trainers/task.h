@@ -86,6 +86,11 @@ nn::BertConfig task_model_config(const RunConfig& config);
 // a calibrated checkpoint's ranges load with its weights.
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
 
+// The run config as checkpoints and config.json keep it: run_config_to_json with model.config
+// set to the model the task built, so that a run starting from the checkpoint finds the model's
+// shape there even when this run took it from its own model.init.
+nlohmann::json saved_run_config(const RunConfig& config, const Task& task);
+
 // The pieces every task shares.
 WordPieceTokenizer task_tokenizer(const RunConfig& config);
 // The quantizers the config asks for, then model.init's weights (see make_task).

@@ -88,7 +88,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     const TrainingSettings& t = config.training;
     const std::string out_dir = t.output_dir;
     fs::create_directories(out_dir);
-    const nlohmann::json resolved = run_config_to_json(config);
+    const nlohmann::json resolved = saved_run_config(config, task);
     nn::Module& model = task.model();
 
     std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), t.weight_decay);
