@@ -56,6 +56,8 @@ nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const 
     OnnxEvaluationOptions options;
     options.batch_size = config.training.per_device_eval_batch_size;
     options.threads = config.pipeline.onnx_threads;
+    // Scoring needs only the evaluation set, which both models share: one task reads it once.
+    std::unique_ptr<Task> task = make_task(fp32, {false, true});
     nlohmann::json rows = nlohmann::json::array();
     const struct {
         const RunConfig& run;
@@ -67,7 +69,6 @@ nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const 
         const std::string path = dir + "/" + s.file;
         std::cerr << "pipeline: onnx -> " << path << "\n";
         export_task_onnx(s.run, s.run.training.output_dir + "/model.h5", path, target);
-        std::unique_ptr<Task> task = make_task(s.run, {false, true});
         nlohmann::json row = evaluate_onnx(*task, path, options);
         row["model"] = s.model;
         row["file"] = path;
