@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 #include <fstream>
+#include <sstream>
 
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
@@ -121,7 +122,10 @@ TEST(Sweep, RunsInParallelSkipsFinishedRunsAndSortsResults) {
     EXPECT_EQ(config["training"]["seed"], 2);
     std::string table;
     std::getline(std::ifstream(dir.path() / "sweep" / "results.md"), table, '\0');
-    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 6);  // header, rule, 4 runs
+    std::istringstream lines(table);
+    int rows = 0;
+    for (std::string line; std::getline(lines, line);) rows += line.rfind("|", 0) == 0;
+    EXPECT_EQ(rows, 6) << table;  // header, rule, 4 runs
     EXPECT_NE(table.find("| run | training.learning_rate | training.seed | accuracy |"), std::string::npos) << table;
 
     output = run(std::string(QDQTRAIN_PATH) + " sweep " + path, status);
@@ -172,7 +176,7 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
             {"qat", {{"accuracy", table[r][2]}}},
             {"onnx", {{{"model", "ONNX Runtime INT8"}, {"metrics", {{"accuracy", table[r][3]}}},
                        {"latency_ms", 10.0 + (double)r}, {"ms_per_example", 2.0}}}},
-            {"summary", {{"qat_accuracy", table[r][2]}}}};
+            {"summary", {{"qat_accuracy", table[r][2]}, {"qat_eval_examples", 100}}}};
         for (const char* stage : {"fp32", "qat"}) {
             fs::create_directories(fs::path(run) / stage);
             std::ofstream(fs::path(run) / stage / "metrics.jsonl")
@@ -197,6 +201,9 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     // lr 2e-4: equal runs, std 0.
     EXPECT_NE(md.find("| PTQ max | 60.00 ± 0.00 | -30.00 ± 0.00 |"), std::string::npos) << md;
     EXPECT_NE(md.find("## Runs"), std::string::npos);
+    // The example count is the same in every run: named once, not a column.
+    EXPECT_NE(md.find("| run | training.learning_rate | training.seed | qat_accuracy |\n"), std::string::npos) << md;
+    EXPECT_NE(md.find("The same in every run: qat_eval_examples 100.\n"), std::string::npos) << md;
     for (const char* file : {"plots/group-0_metric_by_stage.svg", "plots/group-1_metric_by_stage.svg",
                              "plots/run-003_qat_loss.svg", "plots/run-000_fp32_eval.svg", "results.json"})
         EXPECT_TRUE(fs::exists(dir.path() / "tables" / file)) << file;

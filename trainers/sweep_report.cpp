@@ -18,6 +18,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A table cell: a float to 4 decimals, a string without its JSON quotes.
+std::string format_cell(const nlohmann::json& value) {
+    if (value.is_number_float()) return fixed(value.get<double>(), 4);
+    return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
 // "mean ± sample standard deviation", or the value alone for one run.
 std::string mean_std(const std::vector<double>& xs, int digits, bool sign = false) {
     if (xs.empty()) return "";
@@ -96,7 +102,7 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
         }
     }
     std::string title;
-    for (const auto& [k, v] : key.items()) title += (title.empty() ? "" : ", ") + k + " = " + v.dump();
+    for (const auto& [k, v] : key.items()) title += (title.empty() ? "" : ", ") + k + " = " + format_cell(v);
     std::string md = "## " + (title.empty() ? std::string("Every run") : title) + "\n\n";
     if (done.empty()) return md + "No run has finished yet.\n\n";
     md += std::to_string(done.size()) + " run" + (done.size() > 1 ? "s, mean ± standard deviation" : "") + ": ";
@@ -168,30 +174,36 @@ std::string sweep_table(const Sweep& sweep, const nlohmann::json& results) {
     std::sort(metrics.begin(), metrics.end(), [&](const std::string& a, const std::string& b) {
         return (a == sweep.metric) != (b == sweep.metric) ? a == sweep.metric : a < b;
     });
+    // A metric every run shares (an example count, a stage no swept key reaches) says nothing
+    // about the runs: it is named once under the table instead of filling a column.
+    std::string shared;
+    if (results.size() > 1) {
+        std::vector<std::string> varying;
+        for (const std::string& m : metrics) {
+            bool same = m != sweep.metric;
+            for (const nlohmann::json& row : results)
+                same = same && row["metrics"].is_object() && row["metrics"].contains(m) &&
+                       row["metrics"][m] == results[0]["metrics"][m];
+            if (!same) varying.push_back(m);
+            else shared += (shared.empty() ? "" : ", ") + m + " " + format_cell(results[0]["metrics"][m]);
+        }
+        metrics = varying;
+    }
     std::string header = "| run |", rule = "|---|";
     for (const std::string& k : keys) header += " " + k + " |", rule += "---|";
     for (const std::string& m : metrics) header += " " + m + " |", rule += "---|";
     std::string table = header + "\n" + rule + "\n";
     for (const nlohmann::json& row : results) {
         std::string line = "| " + row["run"].get<std::string>() + " |";
-        for (const std::string& k : keys) line += " " + (row["values"].contains(k) ? row["values"][k].dump() : "") + " |";
+        for (const std::string& k : keys) line += " " + (row["values"].contains(k) ? format_cell(row["values"][k]) : "") + " |";
         for (const std::string& m : metrics) {
             std::string cell = "(no result)";
-            if (row["metrics"].is_object()) {
-                cell = "";
-                if (row["metrics"].contains(m)) {
-                    const nlohmann::json& v = row["metrics"][m];
-                    char buffer[32];
-                    if (v.is_number_float()) std::snprintf(buffer, sizeof buffer, "%.4f", v.get<double>());
-                    else std::snprintf(buffer, sizeof buffer, "%s", v.dump().c_str());
-                    cell = buffer;
-                }
-            }
+            if (row["metrics"].is_object()) cell = row["metrics"].contains(m) ? format_cell(row["metrics"][m]) : "";
             line += " " + cell + " |";
         }
         table += line + "\n";
     }
-    return table;
+    return shared.empty() ? table : table + "\nThe same in every run: " + shared + ".\n";
 }
 
 std::string write_sweep_report(const Sweep& sweep, const nlohmann::json& results) {
