@@ -10,20 +10,18 @@ namespace {
 // RoBERTa's position of the first real token: padding_idx (1) + 1.
 constexpr int64_t kPositionOffset = 2;
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 std::string replace_prefix(const std::string& s, const std::string& from, const std::string& to) {
     return to + s.substr(from.size());
 }
 
 std::string bert_key(const std::string& key) {
-    if (starts_with(key, "roberta.")) return replace_prefix(key, "roberta.", "bert.");
-    if (starts_with(key, "lm_head.dense.")) return replace_prefix(key, "lm_head.dense.", "cls.predictions.transform.dense.");
-    if (starts_with(key, "lm_head.layer_norm.")) return replace_prefix(key, "lm_head.layer_norm.", "cls.predictions.transform.LayerNorm.");
+    if (key.starts_with("roberta.")) return replace_prefix(key, "roberta.", "bert.");
+    if (key.starts_with("lm_head.dense.")) return replace_prefix(key, "lm_head.dense.", "cls.predictions.transform.dense.");
+    if (key.starts_with("lm_head.layer_norm.")) return replace_prefix(key, "lm_head.layer_norm.", "cls.predictions.transform.LayerNorm.");
     if (key == "lm_head.bias") return "cls.predictions.bias";
-    if (starts_with(key, "lm_head.decoder.")) return "cls.predictions.decoder." + key.substr(16);
-    if (starts_with(key, "classifier.dense.")) return replace_prefix(key, "classifier.dense.", "bert.pooler.dense.");
-    if (starts_with(key, "classifier.out_proj.")) return replace_prefix(key, "classifier.out_proj.", "classifier.");
+    if (key.starts_with("lm_head.decoder.")) return "cls.predictions.decoder." + key.substr(16);
+    if (key.starts_with("classifier.dense.")) return replace_prefix(key, "classifier.dense.", "bert.pooler.dense.");
+    if (key.starts_with("classifier.out_proj.")) return replace_prefix(key, "classifier.out_proj.", "classifier.");
     return key;
 }
 
@@ -31,7 +29,7 @@ std::string bert_key(const std::string& key) {
 
 bool is_roberta_checkpoint(const NamedTensors& tensors) {
     for (const NamedTensor& t : tensors)
-        if (starts_with(t.name, "roberta.")) return true;
+        if (t.name.starts_with("roberta.")) return true;
     return false;
 }
 

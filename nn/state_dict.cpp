@@ -8,18 +8,10 @@ namespace qdq::nn {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-    return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Old TensorFlow-converted checkpoints name LayerNorm parameters gamma and beta.
 std::string modern_layer_norm_name(std::string key) {
-    if (ends_with(key, "LayerNorm.gamma")) key.replace(key.size() - 5, 5, "weight");
-    else if (ends_with(key, "LayerNorm.beta")) key.replace(key.size() - 4, 4, "bias");
+    if (key.ends_with("LayerNorm.gamma")) key.replace(key.size() - 5, 5, "weight");
+    else if (key.ends_with("LayerNorm.beta")) key.replace(key.size() - 4, 4, "bias");
     return key;
 }
 
@@ -51,10 +43,10 @@ LoadReport load_state_dict(Module& model, const NamedTensors& tensors, const std
     bool model_has_bert_prefix = false;
     for (const NamedTensor& t : model.state_dict()) {
         targets.emplace(t.name, t.tensor);
-        model_has_bert_prefix |= starts_with(t.name, "bert.");
+        model_has_bert_prefix |= t.name.starts_with("bert.");
     }
     bool file_has_bert_prefix = false;
-    for (const NamedTensor& t : tensors) file_has_bert_prefix |= starts_with(t.name, "bert.");
+    for (const NamedTensor& t : tensors) file_has_bert_prefix |= t.name.starts_with("bert.");
 
     LoadReport report;
     std::map<std::string, bool> loaded;
@@ -64,7 +56,7 @@ LoadReport load_state_dict(Module& model, const NamedTensors& tensors, const std
         if (model_has_bert_prefix && !file_has_bert_prefix && !targets.count(key) &&
             targets.count("bert." + key))
             key = "bert." + key;
-        else if (!model_has_bert_prefix && starts_with(key, "bert."))
+        else if (!model_has_bert_prefix && key.starts_with("bert."))
             key = key.substr(5);
         if (is_tied_alias(key) && targets.count("cls.predictions.bias")) continue;
         auto it = targets.find(key);

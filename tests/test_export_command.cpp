@@ -106,4 +106,19 @@ TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
     p = export_command(write_run(dir, "mlm.json", mlm, fp32.checkpoint), "");
     EXPECT_EQ(p.status, 2) << p.output;
     EXPECT_NE(p.output.find("data.task 'mlm'"), std::string::npos) << p.output;
+
+    // model.init is where the fine-tuning started (a pretrained encoder without the classifier);
+    // the export reads only --checkpoint, so nothing is reported missing from model.init.
+    const std::string encoder_path = (dir.path() / "encoder.h5").string();
+    Checkpoint encoder;
+    for (const NamedTensor& t : make_task(fp32.config, {false, false})->model().state_dict())
+        if (!t.name.starts_with("classifier.")) encoder.model.push_back(t);
+    encoder.config = run_config_to_json(fp32.config);
+    save_checkpoint(encoder_path, encoder);
+    nlohmann::json started = raw;
+    started["model"]["init"] = encoder_path;
+    const RunFiles from_encoder = write_run(dir, "from_encoder.json", started, fp32.checkpoint);
+    p = export_command(from_encoder, "");
+    EXPECT_EQ(p.status, 0) << p.output;
+    EXPECT_EQ(p.output.find("newly initialized"), std::string::npos) << p.output;
 }

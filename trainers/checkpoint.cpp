@@ -46,8 +46,6 @@ TrainerState state_from_json(const nlohmann::json& j) {
     return s;
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Checkpoint& c) {
@@ -75,8 +73,8 @@ Checkpoint load_checkpoint(const std::string& path) {
     }
     c.config = meta.at("config");
     for (NamedTensor& t : file.tensors) {
-        if (starts_with(t.name, kModel)) c.model.push_back({t.name.substr(6), t.tensor});
-        else if (starts_with(t.name, kOptimizer)) c.optimizer.push_back({t.name.substr(10), t.tensor});
+        if (t.name.starts_with(kModel)) c.model.push_back({t.name.substr(6), t.tensor});
+        else if (t.name.starts_with(kOptimizer)) c.optimizer.push_back({t.name.substr(10), t.tensor});
         else throw std::runtime_error(path + ": unexpected dataset '" + t.name + "'");
     }
     return c;
@@ -95,7 +93,7 @@ void load_model_weights(nn::Module& model, const std::string& path) {
     else report = nn::load_pretrained_weights(model, path);
     // Ranges missing from a float model are expected before calibration: one line, not one per
     // quantizer. Training refuses to quantize without them (quant/calibration.h check_calibrated).
-    const auto is_range = [](const std::string& key) { return key.size() >= 5 && key.compare(key.size() - 5, 5, "_amax") == 0; };
+    const auto is_range = [](const std::string& key) { return key.ends_with("_amax"); };
     const size_t ranges = (size_t)std::count_if(report.missing.begin(), report.missing.end(), is_range);
     report.missing.erase(std::remove_if(report.missing.begin(), report.missing.end(), is_range), report.missing.end());
     std::string summary = report.summary();
@@ -110,7 +108,7 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
     if (!fs::is_directory(dir)) return {};
     for (const auto& entry : fs::directory_iterator(dir)) {
         std::string name = entry.path().filename().string();
-        if (!starts_with(name, "checkpoint-") || entry.path().extension() != ".h5") continue;
+        if (!name.starts_with("checkpoint-") || entry.path().extension() != ".h5") continue;
         std::string digits = name.substr(11, name.size() - 14);
         if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
         found.emplace_back(std::stoll(digits), entry.path().string());

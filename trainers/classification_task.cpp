@@ -70,7 +70,7 @@ public:
           init_rng_(config.training.seed),
           model_(model_config_, init_rng_),
           tokenizer_(task_tokenizer(config)) {
-        init_task_model(model_, model_.bert, config);
+        init_task_model(model_, model_.bert, config, data);
         const DataSettings& d = config.data;
         if (data.train) {
             if (d.train_files.empty()) throw std::runtime_error(config.source + ": data.train_files is empty");

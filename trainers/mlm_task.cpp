@@ -34,7 +34,7 @@ public:
           model_(model_config_, init_rng_),
           tokenizer_(task_tokenizer(config)),
           masking_(mlm_masking(tokenizer_, config.data.mlm_probability)) {
-        init_task_model(model_, model_.bert, config);
+        init_task_model(model_, model_.bert, config, data);
         // Random replacements and the vocab's ids index the word embeddings.
         if (masking_.vocab_size > model_config_.vocab_size)
             throw std::runtime_error(config.source + ": data.vocab " + config.data.vocab + " has " +

@@ -108,7 +108,7 @@ public:
           init_rng_(config.training.seed),
           model_(model_config_, init_rng_),
           tokenizer_(task_tokenizer(config)) {
-        init_task_model(model_, model_.bert, config);
+        init_task_model(model_, model_.bert, config, data);
         const DataSettings& d = config.data;
         const bool split = d.squad_eval_fraction > 0;
         if (split && !d.eval_files.empty())

@@ -67,10 +67,6 @@ nlohmann::json draw(const nlohmann::json& spec, Rng& rng, const std::string& whe
     throw std::runtime_error(where + ": unknown distribution '" + kind + "'");
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string shell_quote(const std::string& s) {
     std::string out = "'";
     for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -137,7 +133,7 @@ Sweep load_sweep(const std::string& path) {
     f.read("command", sweep.command);
     if (sweep.command != "train" && sweep.command != "pipeline") f.fail("command", "must be train or pipeline");
     f.read("metric", sweep.metric);
-    sweep.greater_is_better = !ends_with(sweep.metric, "loss");
+    sweep.greater_is_better = !sweep.metric.ends_with("loss");
     f.read("greater_is_better", sweep.greater_is_better);
     f.read("parallel", sweep.parallel);
     if (sweep.parallel < 1) f.fail("parallel", "must be at least 1");

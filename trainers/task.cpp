@@ -37,10 +37,10 @@ WordPieceTokenizer task_tokenizer(const RunConfig& config) {
     return load_wordpiece_tokenizer(config.data.vocab, config.data.do_lower_case);
 }
 
-void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config) {
+void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data) {
     if (!config.quantization.is_null())
         attach_bert_quantizers(bert, quantization_config_from_json(config.quantization, config.source));
-    if (!config.model.init.empty()) load_model_weights(model, config.model.init);
+    if (data.weights && !config.model.init.empty()) load_model_weights(model, config.model.init);
 }
 
 std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size) {

@@ -25,9 +25,12 @@
 namespace qdq {
 
 // Which example sets make_task reads: training needs both, eval only the eval set, predict none.
+// `weights` false leaves model.init's weights unread (its model config is still used), for a
+// caller that loads a checkpoint of its own over them.
 struct TaskData {
     bool train = true;
     bool eval = true;
+    bool weights = true;
 };
 
 // A model's outputs for one batch, by the names the ONNX export gives them (io/onnx_export.h):
@@ -80,10 +83,10 @@ public:
 nn::BertConfig task_model_config(const RunConfig& config);
 
 // Builds the task's model (HF initialisation from training.seed, then model.init's weights when
-// given; missing weights are reported on stderr, as HF's from_pretrained warns) and reads the
-// data sets `data` asks for. Errors name the file and the config key. With a "quantization"
-// section the model gets its quantizers (quant/qdq_placement.h) before model.init is read, so
-// a calibrated checkpoint's ranges load with its weights.
+// given and data.weights is set; missing weights are reported on stderr, as HF's from_pretrained
+// warns) and reads the data sets `data` asks for. Errors name the file and the config key. With
+// a "quantization" section the model gets its quantizers (quant/qdq_placement.h) before
+// model.init is read, so a calibrated checkpoint's ranges load with its weights.
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
 
 // The run config as checkpoints and config.json keep it: run_config_to_json with model.config
@@ -93,8 +96,8 @@ nlohmann::json saved_run_config(const RunConfig& config, const Task& task);
 
 // The pieces every task shares.
 WordPieceTokenizer task_tokenizer(const RunConfig& config);
-// The quantizers the config asks for, then model.init's weights (see make_task).
-void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config);
+// The quantizers the config asks for, then model.init's weights when `data` asks (see make_task).
+void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data);
 // Evaluation batches: indices 0..N-1 cut into batch_size runs after sorting by length (longest
 // first), so that a batch pads little. The order of the examples does not change any metric.
 std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size);

@@ -55,10 +55,6 @@ void check_resumable(const nlohmann::json& saved, const nlohmann::json& current,
                              "training.output_dir, or --no-resume to start over in this one");
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 double now_seconds() {
     using namespace std::chrono;
     return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -80,7 +76,7 @@ int64_t total_train_steps(const TrainingSettings& t, int64_t batches_per_epoch) 
 }
 
 bool is_improvement(const TrainingSettings& t, const std::string& metric, double value, double best) {
-    bool greater = t.greater_is_better.value_or(!ends_with(metric, "loss"));
+    bool greater = t.greater_is_better.value_or(!metric.ends_with("loss"));
     return greater ? value > best : value < best;
 }
 
