@@ -104,7 +104,7 @@ void write_output(const nlohmann::json& result, std::map<std::string, std::strin
 }
 
 int run_eval(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
-    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {false, true, false});
+    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {.train = false, .weights = false});
     qdq::load_model_weights(task->model(), options["--checkpoint"]);
     write_output(task->evaluate(config.training.per_device_eval_batch_size), options);
     return 0;
@@ -139,7 +139,7 @@ int run_pipeline(const qdq::RunConfig& config, std::map<std::string, std::string
 }
 
 int run_predict(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
-    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {false, false, false});
+    std::unique_ptr<qdq::Task> task = qdq::make_task(config, {.train = false, .eval = false, .weights = false});
     qdq::load_model_weights(task->model(), options["--checkpoint"]);
     write_output(task->predict(options["--input"], config.training.per_device_eval_batch_size), options);
     return 0;

@@ -57,7 +57,7 @@ nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const 
     options.batch_size = config.training.per_device_eval_batch_size;
     options.threads = config.pipeline.onnx_threads;
     // Scoring needs only the evaluation set, which both models share: one task reads it once.
-    std::unique_ptr<Task> task = make_task(fp32, {false, true, false});
+    std::unique_ptr<Task> task = make_task(fp32, {.train = false, .weights = false});
     nlohmann::json rows = nlohmann::json::array();
     const struct {
         const RunConfig& run;
