@@ -3,6 +3,8 @@
 //   forward      y[M, out]  = x[M, in] · Wᵀ            (trans_b)
 //   grad_input   dx[M, in]  = dy[M, out] · W[out, in]   (no transposes)
 //   grad_weight  dW[out, in] = dyᵀ[out, M] · x[M, in]   (trans_a)
+// each in FP32 (qdq::gemm) and, as <name>_bf16, with bf16 operands (qdq::gemm_bf16) where this
+// CPU has a bf16 kernel.
 // Usage: bench_gemm [--warmup N] [--reps N] [--threads N] [--only NAME]
 // (--only runs the products whose name contains NAME)
 #include <omp.h>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "autograd/gemm.h"
+#include "autograd/gemm_bf16.h"
 #include "autograd/rng.h"
 #include "bench/timing.h"
 
@@ -63,6 +66,8 @@ int main(int argc, char** argv) {
     std::printf("# bench_gemm (qdqtrain), %d threads, median of %d after %d warm-up\n",
                 omp_get_max_threads(), reps, warmup);
     std::printf("# gemm: %s\n", qdq::gemm_backend_description().c_str());
+    std::printf("# gemm_bf16: %s\n", qdq::bf16_kernel_description().c_str());
+    const bool bf16 = qdq::bf16_kernel() != qdq::Bf16Kernel::None;
     std::printf("# gemm_<fwd|dx|dw>_<in>x<out>: fwd = x·Wᵀ [%lld x out x in], dx = dy·W "
                 "[%lld x in x out], dw = dyᵀ·x [out x in x %lld] (M x N x K)\n",
                 (long long)tokens, (long long)tokens, (long long)tokens);
@@ -80,7 +85,14 @@ int main(int argc, char** argv) {
             qdq::gemm(p.trans_a, p.trans_b, p.M, p.N, p.K, 1.0f, a.data(), lda, b.data(), ldb,
                       0.0f, c.data(), p.N);
         });
-        qdq::bench::print_row(p.name, t, 2.0 * (double)p.M * (double)p.N * (double)p.K);
+        const double flops = 2.0 * (double)p.M * (double)p.N * (double)p.K;
+        qdq::bench::print_row(p.name, t, flops);
+        if (!bf16) continue;
+        t = qdq::bench::time_it(warmup, reps, [&] {
+            qdq::gemm_bf16(p.trans_a, p.trans_b, p.M, p.N, p.K, 1.0f, a.data(), lda, b.data(),
+                           ldb, 0.0f, c.data(), p.N);
+        });
+        qdq::bench::print_row(p.name + "_bf16", t, flops);
     }
     return 0;
 }

@@ -5,7 +5,13 @@
 //   d op(A) = dY·op(B)ᵀ, so dA = dY·op(B)ᵀ, or (dY·op(B)ᵀ)ᵀ = op(B)·dYᵀ when A is stored transposed;
 //   d op(B) = op(A)ᵀ·dY, so dB = op(A)ᵀ·dY, or dYᵀ·op(A) when B is stored transposed.
 // Each is one GEMM with beta = 1, accumulating straight into the grad buffer.
+//
+// The GEMM is chosen when the op runs forward, from the device and the thread's matmul
+// precision (matmul_precision.h), and the backward closure keeps it: bf16 forward, bf16
+// backward. Products on the GPU are FP32 whatever the precision.
 #include "autograd/gemm.h"
+#include "autograd/gemm_bf16.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
@@ -18,7 +24,10 @@ namespace {
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                         const float*, int64_t, float, float*, int64_t);
 
-GemmFn gemm_on(Device device) { return device == Device::CUDA ? &cuda::gemm : &qdq::gemm; }
+GemmFn gemm_on(Device device) {
+    if (device == Device::CUDA) return &cuda::gemm;
+    return matmul_precision() == MatmulPrecision::BF16 ? &gemm_bf16 : &qdq::gemm;
+}
 
 void check_float_input(const Tensor& t, const char* op, const char* name) {
     check(t.defined(), std::string(op) + ": " + name + " is undefined");
@@ -51,9 +60,8 @@ void for_each_entry(int64_t batch, Device device, bool may_run_in_parallel, Body
     for (int64_t i = 0; i < batch; ++i) body(i);
 }
 
-void product_forward(const BatchedProduct& p, Device device, float* y, const float* a,
-                     const float* b) {
-    GemmFn gemm_fn = gemm_on(device);
+void product_forward(const BatchedProduct& p, Device device, GemmFn gemm_fn, float* y,
+                     const float* a, const float* b) {
     for_each_entry(p.batch, device, true, [&](int64_t i) {
         gemm_fn(p.trans_a, p.trans_b, p.M, p.N, p.K, 1.0f, a + i * p.stride_a, p.lda(),
                 b + i * p.stride_b, p.ldb(), 0.0f, y + i * p.stride_y, p.N);
@@ -61,9 +69,8 @@ void product_forward(const BatchedProduct& p, Device device, float* y, const flo
 }
 
 // Either gradient pointer may be null (that input needs none).
-void product_backward(const BatchedProduct& p, Device device, float* ga, float* gb,
-                      const float* gy, const float* a, const float* b) {
-    GemmFn gemm_fn = gemm_on(device);
+void product_backward(const BatchedProduct& p, Device device, GemmFn gemm_fn, float* ga,
+                      float* gb, const float* gy, const float* a, const float* b) {
     if (ga)
         for_each_entry(p.batch, device, true, [&](int64_t i) {
             const float* bi = b + i * p.stride_b;
@@ -119,6 +126,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
     // A shared B with an untransposed A is a single product: the batch folds into M.
     if (shared_b && !trans_a) p = {1, p.batch * M, N, K, false, trans_b, 0, 0, 0};
 
+    GemmFn gemm_fn = gemm_on(a.device());
     Shape out_shape = batch_shape;
     out_shape.push_back(M);
     out_shape.push_back(N);
@@ -127,11 +135,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
         y = zeros(out_shape, DType::F32, a.device());
     } else {
         y = empty(out_shape, DType::F32, a.device());
-        product_forward(p, a.device(), y.f32(), a.f32(), b.f32());
+        product_forward(p, a.device(), gemm_fn, y.f32(), a.f32(), b.f32());
     }
     if (needs_grad({a, b}))
-        record(y, [a, b, p](const Tensor& gy) {
-            product_backward(p, a.device(), grad_ptr(a), grad_ptr(b), gy.f32(), a.f32(), b.f32());
+        record(y, [a, b, p, gemm_fn](const Tensor& gy) {
+            product_backward(p, a.device(), gemm_fn, grad_ptr(a), grad_ptr(b), gy.f32(), a.f32(),
+                             b.f32());
         });
     return y;
 }

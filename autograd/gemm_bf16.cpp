@@ -1,0 +1,259 @@
+// The bf16 GEMM's driver: which kernel runs, how the operands are cut into blocks that stay in
+// cache, how they are packed (rounded to bf16 on the way) and how threads share the work. The
+// micro-kernels are in gemm_bf16_avx512.cpp and gemm_bf16_amx.cpp; docs/GEMM.md has the
+// measurements behind the choices.
+#include "autograd/gemm_bf16.h"
+
+#include <cpuid.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "autograd/gemm.h"
+#include "autograd/gemm_bf16_kernels.h"
+#include "autograd/gemm_bf16_pack.h"
+#include "autograd/parallel.h"
+
+namespace qdq {
+
+namespace {
+
+using bf16::kDepthStep;
+using bf16::kPanelCols;
+
+// Block sizes: a packed B block (kDepthBlock × kColBlock bf16, 256 KB) stays in L2 while the
+// A blocks (kRowBlock × kDepthBlock, 96 KB) stream past it; one B panel (16 KB) and one A
+// row step (6-16 KB) sit in L1 during a micro-kernel call.
+constexpr int64_t kDepthBlock = 768;
+constexpr int64_t kColBlock = 512;
+constexpr int64_t kRowBlock = 192;  // a multiple of both kernels' row steps (12, 32)
+
+struct CpuFeatures {
+    bool avx512 = false;       // F, BW, VL, with the OS saving ZMM state
+    bool avx512_bf16 = false;
+    bool amx_bf16 = false;     // AMX-TILE and AMX-BF16 (the OS's permission is asked apart)
+    bool amd = false;
+};
+
+CpuFeatures cpu_features() {
+    CpuFeatures f;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+    f.amd = b == 0x68747541;  // "Auth" of "AuthenticAMD"
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return f;  // OSXSAVE
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    bool zmm_state = (xcr0_lo & 0xe6) == 0xe6;  // SSE, AVX, opmask, ZMM upper halves and 16-31
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+    f.avx512 = zmm_state && (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31));
+    f.amx_bf16 = f.avx512 && (d & (1u << 24)) && (d & (1u << 22));
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = f.avx512 && (a & (1u << 5));
+    return f;
+}
+
+struct KernelChoice {
+    Bf16Kernel kernel = Bf16Kernel::None;
+    std::string why;
+};
+
+KernelChoice best_supported(const CpuFeatures& f) {
+    if (bf16_kernel_supported(Bf16Kernel::Amx))
+        return {Bf16Kernel::Amx, "AMX tiles (TDPBF16PS)"};
+    if (f.avx512_bf16 && f.amd)
+        return {Bf16Kernel::Avx512Bf16, "AVX512-BF16 (VDPBF16PS, twice the FP32 FMA rate on AMD)"};
+    if (f.avx512_bf16)
+        return {Bf16Kernel::None, "matrix products run in FP32: this CPU has no AMX, and its "
+                                  "AVX512-BF16 dot product is slower than FP32 on Intel cores"};
+    return {Bf16Kernel::None, "matrix products run in FP32: this CPU has neither AMX nor "
+                              "AVX512-BF16"};
+}
+
+KernelChoice choose_kernel() {
+    CpuFeatures f = cpu_features();
+    const char* asked = std::getenv("QDQ_BF16_KERNEL");
+    if (!asked || !*asked || std::strcmp(asked, "auto") == 0) return best_supported(f);
+    std::string name = asked;
+    for (Bf16Kernel k : {Bf16Kernel::Amx, Bf16Kernel::Avx512Bf16, Bf16Kernel::None}) {
+        if (name != bf16_kernel_name(k)) continue;
+        if (k == Bf16Kernel::None)
+            return {k, "matrix products run in FP32: QDQ_BF16_KERNEL=none"};
+        if (bf16_kernel_supported(k)) return {k, std::string("QDQ_BF16_KERNEL=") + asked};
+        KernelChoice best = best_supported(f);
+        best.why = std::string("QDQ_BF16_KERNEL=") + asked + " is not supported here; " + best.why;
+        return best;
+    }
+    KernelChoice best = best_supported(f);
+    best.why = std::string("QDQ_BF16_KERNEL=") + asked +
+               " is not one of auto, amx, avx512_bf16, none; " + best.why;
+    return best;
+}
+
+const KernelChoice& process_kernel() {
+    static KernelChoice choice;
+    static std::once_flag once;
+    std::call_once(once, [] { choice = choose_kernel(); });
+    return choice;
+}
+
+// Aligned scratch that grows as needed, one per thread, reused across calls.
+struct Scratch {
+    std::unique_ptr<uint16_t[], decltype(&std::free)> data{nullptr, &std::free};
+    int64_t capacity = 0;
+    uint16_t* get(int64_t count) {
+        if (count > capacity) {
+            int64_t bytes = (count * 2 + 63) / 64 * 64;
+            data.reset(static_cast<uint16_t*>(std::aligned_alloc(64, (size_t)bytes)));
+            capacity = bytes / 2;
+        }
+        return data.get();
+    }
+};
+
+struct Product {
+    bool trans_a, trans_b;
+    int64_t M, N, K;
+    float alpha;
+    const float* A;
+    int64_t lda;
+    const float* B;
+    int64_t ldb;
+    float beta;
+    float* C;
+    int64_t ldc;
+};
+
+int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
+
+// C[m0:m1, n0:n1] of the product on one thread.
+void multiply_region(const Product& p, const bf16::MicroKernel& kernel, int64_t m0, int64_t m1,
+                     int64_t n0, int64_t n1) {
+    thread_local Scratch a_scratch, b_scratch;
+    for (int64_t j0 = n0; j0 < n1; j0 += kColBlock) {
+        int64_t cols = std::min(kColBlock, n1 - j0);
+        int64_t panels = (cols + kPanelCols - 1) / kPanelCols;
+        for (int64_t k0 = 0; k0 < p.K; k0 += kDepthBlock) {
+            int64_t depth = std::min(kDepthBlock, p.K - k0);
+            int64_t packed_depth = round_up(depth, kDepthStep);
+            float beta = k0 == 0 ? p.beta : 1.0f;
+            uint16_t* b = b_scratch.get(panels * kPanelCols * packed_depth);
+            bf16::pack_b(p.B, p.ldb, p.trans_b, k0, depth, j0, cols, packed_depth, b);
+            for (int64_t i0 = m0; i0 < m1; i0 += kRowBlock) {
+                int64_t rows = std::min(kRowBlock, m1 - i0);
+                int64_t packed_rows = round_up(rows, kernel.rows);
+                uint16_t* a = a_scratch.get(packed_rows * packed_depth);
+                bf16::pack_a(p.A, p.lda, p.trans_a, i0, rows, packed_rows, k0, depth,
+                             packed_depth, a);
+                for (int64_t r = 0; r < rows; r += kernel.rows) {
+                    for (int64_t panel = 0; panel < panels; ++panel) {
+                        int panel_cols = (int)std::min(kPanelCols, cols - panel * kPanelCols);
+                        const uint16_t* b_panel = b + panel * kPanelCols * packed_depth;
+                        bf16::Tile tile{a + r * packed_depth,
+                                        b_panel,
+                                        packed_depth,
+                                        p.C + (i0 + r) * p.ldc + j0 + panel * kPanelCols,
+                                        p.ldc,
+                                        (int)std::min<int64_t>(kernel.rows, rows - r),
+                                        panel_cols,
+                                        p.alpha,
+                                        beta};
+                        kernel.run(tile);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// C = beta * C, for K == 0 (no product to add); beta == 0 writes zeros without reading C.
+void scale_c(const Product& p) {
+    for (int64_t i = 0; i < p.M; ++i) {
+        float* row = p.C + i * p.ldc;
+        for (int64_t j = 0; j < p.N; ++j) row[j] = p.beta == 0.0f ? 0.0f : p.beta * row[j];
+    }
+}
+
+// Threads split the rows of C when there are enough for each to fill its row blocks, else
+// the columns; each packs its own blocks (a B block is packed once per thread that uses it).
+void multiply(const Product& p, const bf16::MicroKernel& kernel) {
+    int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    bool split_rows = p.M >= p.N || p.M >= 2 * kRowBlock * threads;
+    int64_t extent = split_rows ? p.M : p.N;
+    int64_t step = split_rows ? kernel.rows : kPanelCols;
+    int64_t units = (extent + step - 1) / step;
+    parallel_for(units, 1, [&](int64_t u0, int64_t u1) {
+        int64_t begin = u0 * step, end = std::min(extent, u1 * step);
+        kernel.begin_thread();
+        if (split_rows)
+            multiply_region(p, kernel, begin, end, 0, p.N);
+        else
+            multiply_region(p, kernel, 0, p.M, begin, end);
+        kernel.end_thread();
+    });
+}
+
+}  // namespace
+
+const char* bf16_kernel_name(Bf16Kernel kernel) {
+    switch (kernel) {
+        case Bf16Kernel::Amx: return "amx";
+        case Bf16Kernel::Avx512Bf16: return "avx512_bf16";
+        case Bf16Kernel::None: return "none";
+    }
+    return "?";
+}
+
+bool bf16_kernel_supported(Bf16Kernel kernel) {
+    static const CpuFeatures features = cpu_features();
+    switch (kernel) {
+        case Bf16Kernel::Amx:
+            // Packing uses AVX512-BF16 conversions, which every AMX CPU also has.
+            return features.amx_bf16 && features.avx512_bf16 && bf16::amx_permission_granted();
+        case Bf16Kernel::Avx512Bf16: return features.avx512_bf16;
+        case Bf16Kernel::None: return true;
+    }
+    return false;
+}
+
+Bf16Kernel bf16_kernel() { return process_kernel().kernel; }
+
+std::string bf16_kernel_description() {
+    const KernelChoice& choice = process_kernel();
+    return std::string("bf16 kernel ") + bf16_kernel_name(choice.kernel) + ": " + choice.why;
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+               int64_t ldc) {
+    gemm_bf16_on(bf16_kernel(), trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_bf16_on(Bf16Kernel kernel, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                  int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                  int64_t ldb, float beta, float* C, int64_t ldc) {
+    if (kernel == Bf16Kernel::None) {
+        gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    if (!bf16_kernel_supported(kernel))
+        throw std::runtime_error(std::string("gemm_bf16: kernel ") + bf16_kernel_name(kernel) +
+                                 " is not supported on this CPU");
+    if (M == 0 || N == 0) return;
+    Product p{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+    if (K == 0) {
+        scale_c(p);
+        return;
+    }
+    multiply(p, kernel == Bf16Kernel::Amx ? bf16::amx_kernel() : bf16::avx512_bf16_kernel());
+}
+
+float round_to_bf16(float x) {
+    uint32_t bits = (uint32_t)bf16::bf16_bits(x) << 16;
+    float y;
+    std::memcpy(&y, &bits, 4);
+    return y;
+}
+
+}  // namespace qdq
