@@ -65,10 +65,9 @@ KernelChoice best_supported(const CpuFeatures& f) {
     if (f.avx512_bf16 && f.amd)
         return {Bf16Kernel::Avx512Bf16, "AVX512-BF16 (VDPBF16PS, twice the FP32 FMA rate on AMD)"};
     if (f.avx512_bf16)
-        return {Bf16Kernel::None, "matrix products run in FP32: this CPU has no AMX, and its "
-                                  "AVX512-BF16 dot product is slower than FP32 on Intel cores"};
-    return {Bf16Kernel::None, "matrix products run in FP32: this CPU has neither AMX nor "
-                              "AVX512-BF16"};
+        return {Bf16Kernel::None, "this CPU has no AMX, and its AVX512-BF16 dot product is "
+                                  "slower than FP32 on Intel cores"};
+    return {Bf16Kernel::None, "this CPU has neither AMX nor AVX512-BF16"};
 }
 
 KernelChoice choose_kernel() {
@@ -79,7 +78,7 @@ KernelChoice choose_kernel() {
     for (Bf16Kernel k : {Bf16Kernel::Amx, Bf16Kernel::Avx512Bf16, Bf16Kernel::None}) {
         if (name != bf16_kernel_name(k)) continue;
         if (k == Bf16Kernel::None)
-            return {k, "matrix products run in FP32: QDQ_BF16_KERNEL=none"};
+            return {k, "QDQ_BF16_KERNEL=none"};
         if (bf16_kernel_supported(k)) return {k, std::string("QDQ_BF16_KERNEL=") + asked};
         KernelChoice best = best_supported(f);
         best.why = std::string("QDQ_BF16_KERNEL=") + asked + " is not supported here; " + best.why;
@@ -221,6 +220,8 @@ Bf16Kernel bf16_kernel() { return process_kernel().kernel; }
 
 std::string bf16_kernel_description() {
     const KernelChoice& choice = process_kernel();
+    if (choice.kernel == Bf16Kernel::None)
+        return "no bf16 kernel, matrix products run in FP32 (" + choice.why + ")";
     return std::string("bf16 kernel ") + bf16_kernel_name(choice.kernel) + ": " + choice.why;
 }
 

@@ -1,6 +1,7 @@
 // The training loop on a tiny model and a synthetic sentiment task written by the test: it
 // learns; a run stopped (in process, or by SIGKILL to the qdqtrain binary) and resumed ends
-// bit-identical to a run never stopped; a NaN loss stops the run and keeps the last checkpoint;
+// bit-identical to a run never stopped (with bf16 products too); bf16 without a kernel is FP32;
+// a NaN loss stops the run and keeps the last checkpoint;
 // the schedule reaches the optimizer; a changed config refuses to resume; the CLI's exit codes.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -221,10 +222,11 @@ TEST(Trainer, BestMetricDirection) {
 }
 
 // SIGKILL at two moments of one run, each followed by a resume: the end equals a run never killed.
-TEST(Trainer, KilledRunResumesBitIdentical) {
+static void expect_killed_run_resumes_bit_identical(bool bf16) {
     qdq::testing::TempDir dir;
     write_task_files(dir);
     nlohmann::json raw = tiny_config(dir, "straight");
+    raw["training"]["bf16"] = bf16;
     raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
     raw["training"]["max_steps"] = 300;
     raw["training"]["save_steps"] = 10;
@@ -257,6 +259,31 @@ TEST(Trainer, KilledRunResumesBitIdentical) {
     EXPECT_NE(resumed.output.find("resuming"), std::string::npos);
     expect_same_weights(dir.path() / "straight" / "model.h5", run / "model.h5");
     EXPECT_EQ(records(dir.path() / "straight"), records(run));
+}
+
+TEST(Trainer, KilledRunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(false); }
+
+TEST(Trainer, KilledBf16RunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(true); }
+
+// With bf16 products switched off (QDQ_BF16_KERNEL=none, as on a CPU without a bf16 kernel that
+// pays), a bf16 run is the FP32 run bit for bit, and says so once.
+TEST(Trainer, Bf16WithoutAKernelRunsFp32AndSaysSoOnce) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "fp32");
+    Process fp32 = run_qdqtrain("train " + write_config(dir, "fp32.json", raw));
+    ASSERT_EQ(fp32.status, 0) << fp32.output;
+    raw["training"]["output_dir"] = (dir.path() / "fallback").string();
+    raw["training"]["bf16"] = true;
+    Process fallback = qdq::testing::run_command("QDQ_BF16_KERNEL=none " + std::string(QDQTRAIN_PATH) +
+                                                 " train " + write_config(dir, "fallback.json", raw));
+    ASSERT_EQ(fallback.status, 0) << fallback.output;
+    const std::string line = "training.bf16: no bf16 kernel, matrix products run in FP32";
+    const size_t at = fallback.output.find(line);
+    EXPECT_NE(at, std::string::npos) << fallback.output;
+    EXPECT_EQ(fallback.output.find(line, at + 1), std::string::npos) << "said more than once";
+    expect_same_weights(dir.path() / "fp32" / "model.h5", dir.path() / "fallback" / "model.h5");
+    EXPECT_EQ(records(dir.path() / "fp32"), records(dir.path() / "fallback"));
 }
 
 TEST(Cli, ExitCodesAndErrorsNameTheKey) {

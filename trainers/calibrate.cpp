@@ -14,6 +14,7 @@
 #include "quant/range_stats.h"
 #include "trainers/calibration_report.h"
 #include "trainers/checkpoint.h"
+#include "trainers/run_precision.h"
 #include "trainers/trainer.h"
 
 namespace qdq {
@@ -92,6 +93,7 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
     if (config.quantization.is_null())
         throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
     const QuantizationConfig qc = quantization_config_from_json(config.quantization, config.source);
+    MatmulPrecisionGuard precision(run_matmul_precision(config.training));
     nn::Module& model = task.model();
     const auto quantizers = model.named_quantizers();
     if (quantizers.empty()) throw std::runtime_error(config.source + ": the quantization section attaches no quantizer");

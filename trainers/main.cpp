@@ -19,10 +19,12 @@
 #include <vector>
 
 #include "autograd/gemm.h"
+#include "autograd/gemm_bf16.h"
 #include "cuda/backend.h"
 #include "trainers/calibrate.h"
 #include "trainers/checkpoint.h"
 #include "trainers/pipeline.h"
+#include "trainers/run_precision.h"
 #include "trainers/export.h"
 #include "trainers/sweep.h"
 #include "trainers/sweep_report.h"
@@ -48,7 +50,7 @@ const char* kUsage =
     "  export CONFIG     write a checkpoint as an ONNX model (float, or QDQ when quantized)\n"
     "\n"
     "options:\n"
-    "  --version         print the version, the GEMM backend and the CUDA status\n"
+    "  --version         print the version, the GEMM backends (FP32, bf16) and the CUDA status\n"
     "  --help            print this help; 'qdqtrain <command> --help' for a command's\n"
     "\n"
     "exit codes: 0 done, 1 failed, 2 bad usage or config, 3 diverged, 130 interrupted\n";
@@ -104,6 +106,7 @@ void write_output(const nlohmann::json& result, std::map<std::string, std::strin
 }
 
 int run_eval(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    qdq::MatmulPrecisionGuard precision(qdq::run_matmul_precision(config.training));
     std::unique_ptr<qdq::Task> task = qdq::make_task(config, {.train = false, .weights = false});
     qdq::load_model_weights(task->model(), options["--checkpoint"]);
     write_output(task->evaluate(config.training.per_device_eval_batch_size), options);
@@ -139,6 +142,7 @@ int run_pipeline(const qdq::RunConfig& config, std::map<std::string, std::string
 }
 
 int run_predict(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    qdq::MatmulPrecisionGuard precision(qdq::run_matmul_precision(config.training));
     std::unique_ptr<qdq::Task> task = qdq::make_task(config, {.train = false, .eval = false, .weights = false});
     qdq::load_model_weights(task->model(), options["--checkpoint"]);
     write_output(task->predict(options["--input"], config.training.per_device_eval_batch_size), options);
@@ -355,6 +359,7 @@ int main(int argc, char** argv) {
         if (name == "--version") {
             std::printf("qdqtrain %s\n", QDQ_VERSION);
             std::printf("gemm: %s\n", qdq::gemm_backend_description().c_str());
+            std::printf("gemm_bf16: %s\n", qdq::bf16_kernel_description().c_str());
             std::printf("cuda: %s\n", qdq::cuda::device_description().c_str());
             return 0;
         }

@@ -141,6 +141,7 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
         t.greater_is_better = greater;
     }
     training.read("group_by_length", t.group_by_length);
+    training.read("bf16", t.bf16);
     training.finish();
     check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
     check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
@@ -247,7 +248,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
           {"save_total_limit", t.save_total_limit}, {"load_best_model_at_end", t.load_best_model_at_end},
           {"metric_for_best_model", t.metric_for_best_model},
-          {"group_by_length", t.group_by_length}}}};
+          {"group_by_length", t.group_by_length}, {"bf16", t.bf16}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     if (!c.quantization.is_null()) j["quantization"] = c.quantization;
     const PipelineSettings& p = c.pipeline;

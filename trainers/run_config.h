@@ -12,7 +12,7 @@
 //               adam_beta2, adam_epsilon, max_grad_norm, lr_scheduler_type, warmup_steps,
 //               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
-//               group_by_length
+//               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h)
 //   "quantization": (quant/qdq_placement.h) kept as given, checked
 //   "pipeline": qat_learning_rate_ratio (0.1: QAT at a tenth of the FP32 rate, the recipes' 1/10
 //               to 1/100), qat_num_train_epochs (default: the FP32 run's), calibration ("best",
@@ -87,6 +87,9 @@ struct TrainingSettings {
     // Default as HF: false when the metric's name ends in "loss", else true.
     std::optional<bool> greater_is_better;
     bool group_by_length = false;
+    // Hugging Face's bf16: every matrix product (train, evaluate, calibrate) with bf16 operands
+    // and FP32 accumulation, the rest in FP32 (autograd/matmul_precision.h).
+    bool bf16 = false;
 };
 
 struct PipelineSettings {

@@ -18,6 +18,7 @@
 #include "quant/qdq_placement.h"
 #include "trainers/checkpoint.h"
 #include "trainers/run_log.h"
+#include "trainers/run_precision.h"
 
 namespace qdq {
 
@@ -35,6 +36,7 @@ const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", 
 
 nlohmann::json comparable(nlohmann::json config) {
     for (const char* key : kFreeTrainingKeys) config["training"].erase(key);
+    if (!config["training"].contains("bf16")) config["training"]["bf16"] = false;  // older runs
     nlohmann::json& data = config["data"];
     data.erase("data_dir");
     data.erase("eval_files");
@@ -82,6 +84,7 @@ bool is_improvement(const TrainingSettings& t, const std::string& metric, double
 
 TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options) {
     const TrainingSettings& t = config.training;
+    MatmulPrecisionGuard precision(run_matmul_precision(t));
     const std::string out_dir = t.output_dir;
     fs::create_directories(out_dir);
     const nlohmann::json resolved = saved_run_config(config, task);

@@ -1,0 +1,19 @@
+#include "trainers/run_precision.h"
+
+#include <cstdio>
+#include <mutex>
+
+#include "autograd/gemm_bf16.h"
+
+namespace qdq {
+
+MatmulPrecision run_matmul_precision(const TrainingSettings& training) {
+    if (!training.bf16) return MatmulPrecision::F32;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::fprintf(stderr, "qdqtrain: training.bf16: %s\n", bf16_kernel_description().c_str());
+    });
+    return MatmulPrecision::BF16;
+}
+
+}  // namespace qdq
