@@ -81,10 +81,14 @@ QDQ_AVX512_BF16 void transpose_16x16(__m512i r[16]) {
 QDQ_AVX512_BF16 void pack_a(const float* A, int64_t lda, bool trans_a, int64_t i0,
                             int64_t rows, int64_t packed_rows, int64_t k0, int64_t depth,
                             int64_t packed_depth, uint16_t* out) {
-    std::memset(out, 0, (size_t)(packed_rows * packed_depth) * 2);
+    // Only the padding is zeroed: the rows past the matrix here, the depth past K below.
+    std::memset(out + rows * packed_depth, 0, (size_t)((packed_rows - rows) * packed_depth) * 2);
     if (!trans_a) {
-        for (int64_t r = 0; r < rows; ++r)
-            convert_row(A + (i0 + r) * lda + k0, depth, out + r * packed_depth);
+        for (int64_t r = 0; r < rows; ++r) {
+            uint16_t* row = out + r * packed_depth;
+            convert_row(A + (i0 + r) * lda + k0, depth, row);
+            std::memset(row + depth, 0, (size_t)(packed_depth - depth) * 2);
+        }
         return;
     }
     // Stored transposed: a stored row holds one depth of every packed row. Blocks of 32
@@ -111,7 +115,12 @@ QDQ_AVX512_BF16 void pack_b(const float* B, int64_t ldb, bool trans_b, int64_t k
                             uint16_t* out) {
     const int64_t panels = (cols + kPanelCols - 1) / kPanelCols;
     const int64_t panel_size = kPanelCols * packed_depth;
-    std::memset(out, 0, (size_t)(panels * panel_size) * 2);
+    // Both layouts below write whole groups of 16 columns; the last panel's second group may
+    // lie wholly past the matrix and is zeroed here. Depth past K is zeroed below.
+    if ((cols + 15) / 16 * 16 < panels * kPanelCols) {
+        uint16_t* last = out + (panels - 1) * panel_size + kPanelCols;
+        for (int64_t p = 0; p < packed_depth / 2; ++p) std::memset(last + p * 2 * kPanelCols, 0, kPanelCols * 2);
+    }
     if (trans_b) {
         // Stored transposed: a stored row is one column with its depth pairs side by side.
         // Blocks of 16 columns × 32 depths: convert each column's 16 pairs, then transpose.
@@ -129,7 +138,12 @@ QDQ_AVX512_BF16 void pack_b(const float* B, int64_t ldb, bool trans_b, int64_t k
         }
         return;
     }
-    // Two stored rows (depths 2p and 2p + 1) interleave into one panel row of pairs.
+    // Two stored rows (depths 2p and 2p + 1) interleave into one panel row of pairs; the pair
+    // rows past K are zero.
+    const int64_t pairs = (depth + 1) / 2;
+    for (int64_t panel = 0; panel < panels; ++panel)
+        std::memset(out + panel * panel_size + pairs * 2 * kPanelCols, 0,
+                    (size_t)((packed_depth / 2 - pairs) * 2 * kPanelCols) * 2);
     for (int64_t k = 0; k < depth; k += 2) {
         const float* even = B + (k0 + k) * ldb + j0;
         const float* odd = k + 1 < depth ? even + ldb : nullptr;

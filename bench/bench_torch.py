@@ -1,7 +1,11 @@
 """PyTorch reference for bench_gemm and bench_train: the same workloads, shapes, timing
 method (median of N after warm-up) and output format, so run.sh can join the two by name.
 
-Plain torch.nn.functional code mirroring bench/bert_step.cpp (transformers is not needed).
+Plain torch.nn.functional code written as Hugging Face's BERT computes (transformers is not
+needed), mirroring the product's steps that bench_train times: AdamW with HF's weight-decay
+groups, gradient clipping at 1.0, QDQBERT's fake quantization for QAT, a masked-LM head that
+decodes only the masked positions. PyTorch 1.13 here cannot use AMX (its oneDNN dies on this
+VM's hidden CPUID leaf), so it has no bf16 rows: run.sh compares ours in bf16 with its FP32.
 Run with a Python that has torch (on Debian: /usr/bin/python3 with python3-torch).
 
 Usage: bench_torch.py [--warmup N] [--reps N] [--steps N] [--threads N] [--only SUBSTRING]
@@ -91,10 +95,14 @@ def bench_gemm(args):
 # ---- BERT ----------------------------------------------------------------------------------
 
 class Config:
-    def __init__(self, name, layers=12, hidden=768, heads=12, ffn=3072):
+    def __init__(self, name, layers, hidden, heads, ffn):
         self.name, self.layers, self.hidden, self.heads, self.ffn = name, layers, hidden, heads, ffn
         self.vocab, self.max_positions, self.type_vocab, self.labels = 30522, 512, 2, 2
-        self.dropout, self.eps = 0.1, 1e-12
+        self.dropout, self.eps, self.mlm_probability = 0.1, 1e-12, 0.15
+
+
+SIZES = (Config("tiny", 2, 128, 2, 512), Config("mini", 4, 256, 4, 1024), Config("base", 12, 768, 12, 3072))
+DEFAULT_STEPS = {"tiny": 10, "mini": 6, "base": 3}
 
 
 def normal(*shape):
@@ -107,6 +115,27 @@ def zeros(*shape):
 
 def ones(*shape):
     return torch.ones(*shape).requires_grad_()
+
+
+class Quantizers:
+    """QDQBERT's fake quantization as pytorch-quantization runs it with use_fb_fake_quant (torch's
+    own fake-quantize ops, the fastest path): signed 8 bits, narrow range [-127, 127], inputs per
+    tensor with a calibrated amax (8 here), weights per output channel with amax max|w| (as
+    bench_train's calibrate_weights). Off: every call is the identity."""
+
+    def __init__(self, on):
+        self.on = on
+
+    def input(self, x):
+        return torch.fake_quantize_per_tensor_affine(x, 8.0 / 127, 0, -127, 127) if self.on else x
+
+    def linear(self, x, weight, bias):
+        if not self.on:
+            return F.linear(x, weight, bias)
+        scale = weight.detach().abs().amax(dim=1) / 127
+        zero = torch.zeros(weight.shape[0], dtype=torch.int32)
+        w = torch.fake_quantize_per_channel_affine(weight, scale, zero, 0, -127, 127)
+        return F.linear(self.input(x), w, bias)
 
 
 def make_layer(c, params, prefix):
@@ -125,27 +154,31 @@ def make_layer(c, params, prefix):
     return layer
 
 
-def layer_forward(w, x, mask, c, training):
+def layer_forward(w, x, mask, c, training, q):
+    """Hugging Face's BertLayer, with QDQBERT's quantizers where q is on."""
     B, T, C = x.shape
     H, D = c.heads, C // c.heads
 
     def heads(t):  # [B, T, C] -> [B, H, T, D]
         return t.view(B, T, H, D).permute(0, 2, 1, 3)
 
-    q = heads(F.linear(x, w["query.weight"], w["query.bias"]))
-    k = heads(F.linear(x, w["key.weight"], w["key.bias"]))
-    v = heads(F.linear(x, w["value.weight"], w["value.bias"]))
-    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(D) + mask
+    qh = heads(q.linear(x, w["query.weight"], w["query.bias"]))
+    kh = heads(q.linear(x, w["key.weight"], w["key.bias"]))
+    vh = heads(q.linear(x, w["value.weight"], w["value.bias"]))
+    scores = torch.matmul(q.input(qh), q.input(kh).transpose(-1, -2)) / math.sqrt(D) + mask
     probs = F.dropout(F.softmax(scores, dim=-1), c.dropout, training)
-    context = torch.matmul(probs, v).permute(0, 2, 1, 3).reshape(B, T, C)
-    attn = F.dropout(F.linear(context, w["attn_out.weight"], w["attn_out.bias"]), c.dropout, training)
-    h = F.layer_norm(attn + x, (C,), w["attn_ln.weight"], w["attn_ln.bias"], c.eps)
-    inter = F.gelu(F.linear(h, w["inter.weight"], w["inter.bias"]))
-    out = F.dropout(F.linear(inter, w["out.weight"], w["out.bias"]), c.dropout, training)
-    return F.layer_norm(out + h, (C,), w["out_ln.weight"], w["out_ln.bias"], c.eps)
+    context = torch.matmul(q.input(probs), q.input(vh)).permute(0, 2, 1, 3).reshape(B, T, C)
+    attn = F.dropout(q.linear(context, w["attn_out.weight"], w["attn_out.bias"]), c.dropout, training)
+    h = F.layer_norm(q.input(attn) + q.input(x), (C,), w["attn_ln.weight"], w["attn_ln.bias"], c.eps)
+    inter = F.gelu(q.linear(h, w["inter.weight"], w["inter.bias"]))
+    out = F.dropout(q.linear(inter, w["out.weight"], w["out.bias"]), c.dropout, training)
+    return F.layer_norm(q.input(out) + q.input(h), (C,), w["out_ln.weight"], w["out_ln.bias"], c.eps)
 
 
-def make_bert(c):
+def make_bert(c, mlm):
+    """BertForSequenceClassification, or with mlm BertForMaskedLM (decoder tied to the word
+    embeddings); named_params lists (name, tensor) as HF names them, near enough for the
+    weight-decay groups."""
     params = []
     m = {
         "word": normal(c.vocab, c.hidden), "position": normal(c.max_positions, c.hidden),
@@ -154,100 +187,117 @@ def make_bert(c):
     }
     params.extend(("embeddings." + k, v) for k, v in m.items())
     m["layers"] = [make_layer(c, params, f"layer.{i}.") for i in range(c.layers)]
-    head = {
-        "pooler.weight": normal(c.hidden, c.hidden), "pooler.bias": zeros(c.hidden),
-        "classifier.weight": normal(c.labels, c.hidden), "classifier.bias": zeros(c.labels),
-    }
+    if mlm:
+        head = {
+            "transform.weight": normal(c.hidden, c.hidden), "transform.bias": zeros(c.hidden),
+            "transform_ln.weight": ones(c.hidden), "transform_ln.bias": zeros(c.hidden),
+            "decoder.bias": zeros(c.vocab),
+        }
+    else:
+        head = {
+            "pooler.weight": normal(c.hidden, c.hidden), "pooler.bias": zeros(c.hidden),
+            "classifier.weight": normal(c.labels, c.hidden), "classifier.bias": zeros(c.labels),
+        }
     params.extend(head.items())
     m.update(head)
-    return m, [p for _, p in params], params
+    return m, params
 
 
-def make_batch(c):
-    """Sequence b has length SEQ - 16 * (b % 4), as in bert_step.cpp."""
-    lengths = torch.tensor([SEQ - 16 * (b % 4) for b in range(BATCH)])
+def make_batch(c, mlm):
+    """Classification: sequence b has length SEQ - 16 * (b % 4), as bench_task.cpp writes them;
+    masked LM: every sequence full."""
+    lengths = torch.tensor([SEQ if mlm else SEQ - 16 * (b % 4) for b in range(BATCH)])
     valid = torch.arange(SEQ)[None, :] < lengths[:, None]
-    ids = torch.randint(1, c.vocab, (BATCH, SEQ)) * valid
+    ids = torch.randint(5, c.vocab, (BATCH, SEQ)) * valid
     mask = torch.where(valid, 0.0, -10000.0).view(BATCH, 1, 1, SEQ)
     return {
         "input_ids": ids, "token_type_ids": torch.zeros(BATCH, SEQ, dtype=torch.long),
         "position_ids": torch.arange(SEQ)[None, :], "mask": mask,
-        "labels": torch.randint(0, c.labels, (BATCH,)),
+        "labels": torch.arange(BATCH) % 2,
     }
 
 
-def bert_logits(m, c, batch, training):
+def encoder(m, c, batch, training, q):
     x = F.embedding(batch["input_ids"], m["word"]) + F.embedding(batch["token_type_ids"], m["token_type"])
     x = x + F.embedding(batch["position_ids"], m["position"])
     x = F.dropout(F.layer_norm(x, (c.hidden,), m["emb_ln.weight"], m["emb_ln.bias"], c.eps), c.dropout, training)
     for layer in m["layers"]:
-        x = layer_forward(layer, x, batch["mask"], c, training)
+        x = layer_forward(layer, x, batch["mask"], c, training, q)
+    return x
+
+
+def classification_loss(m, c, batch, training, q):
+    x = encoder(m, c, batch, training, q)
     pooled = torch.tanh(F.linear(x[:, 0], m["pooler.weight"], m["pooler.bias"]))
-    pooled = F.dropout(pooled, c.dropout, training)
-    return F.linear(pooled, m["classifier.weight"], m["classifier.bias"])
+    logits = F.linear(F.dropout(pooled, c.dropout, training), m["classifier.weight"], m["classifier.bias"])
+    return F.cross_entropy(logits, batch["labels"])
 
 
-def train_step(m, params, c, batch, lr):
-    loss = F.cross_entropy(bert_logits(m, c, batch, True), batch["labels"])
+def mlm_loss(m, c, batch, training, q):
+    """15% of the tokens masked (as [MASK]: the ids' values do not change the work); the
+    prediction head and decoder run only on those rows, as the product's forward_masked."""
+    selected = torch.rand(BATCH, SEQ) < c.mlm_probability
+    x = encoder(m, c, batch, training, q)
+    picked = x[selected]
+    h = F.gelu(F.linear(picked, m["transform.weight"], m["transform.bias"]))
+    h = F.layer_norm(h, (c.hidden,), m["transform_ln.weight"], m["transform_ln.bias"], c.eps)
+    logits = F.linear(h, m["word"], m["decoder.bias"])
+    return F.cross_entropy(logits, batch["input_ids"][selected])
+
+
+def make_adamw(named):
+    """HF Trainer's groups: no weight decay for biases and LayerNorm weights."""
+    no_decay = [p for n, p in named if n.endswith("bias") or "ln" in n]
+    decay = [p for n, p in named if not (n.endswith("bias") or "ln" in n)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=1e-4, eps=1e-8)
+
+
+def train_step(loss_fn, m, named, optimizer, c, batch, q):
+    loss = loss_fn(m, c, batch, True, q)
     loss.backward()
-    with torch.no_grad():
-        for p in params:
-            p.add_(p.grad, alpha=-lr)
-            p.grad = None
+    torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
     return loss.item()
 
 
-def eval_step(m, c, batch):
-    with torch.no_grad():
-        return F.cross_entropy(bert_logits(m, c, batch, False), batch["labels"]).item()
-
-
-def bert_flops(c, named_params, training):
-    params = sum(p.numel() for name, p in named_params if not name.startswith("embeddings."))
-    per_token = 2.0 * params + c.layers * 4.0 * SEQ * c.hidden
-    return (3.0 if training else 1.0) * per_token * BATCH * SEQ
+def step_flops(c, training):
+    """As bench_train.cpp: 2 per multiply-add of the layers' weights per token, plus attention."""
+    C, Fd, tokens = c.hidden, c.ffn, BATCH * SEQ
+    per_layer = 2.0 * tokens * (4 * C * C + 2 * C * Fd) + 4.0 * tokens * SEQ * C
+    return (3.0 if training else 1.0) * c.layers * per_layer
 
 
 def pick(option, default):
     return option if option is not None else default
 
 
-def bench_layer(args):
-    name = "layer_base_train"
-    if args.only not in name:
-        return
-    c = Config("base")
-    params = []
-    layer = make_layer(c, params, "layer.")
-    batch = make_batch(c)
-    x = torch.randn(BATCH, SEQ, c.hidden, requires_grad=True)
-    grad_out = torch.randn(BATCH, SEQ, c.hidden)
-
-    def step():
-        layer_forward(layer, x, batch["mask"], c, True).backward(grad_out)
-        for _, p in params:
-            p.grad = None
-        x.grad = None
-
-    C, Fd, tokens = c.hidden, c.ffn, BATCH * SEQ
-    forward = 2.0 * tokens * (4 * C * C + 2 * C * Fd) + 4.0 * tokens * SEQ * C
-    print_row(name, time_it(pick(args.warmup, 1), pick(args.steps, 5), step), 3.0 * forward)
-
-
-def bench_bert(c, default_steps, args):
-    train_name, eval_name = f"step_{c.name}_train", f"step_{c.name}_eval"
-    if args.only not in train_name and args.only not in eval_name:
-        return
-    m, params, named = make_bert(c)
-    batch = make_batch(c)
-    warmup, steps = pick(args.warmup, 2), pick(args.steps, default_steps)
-    if args.only in train_name:
+def bench_size(c, args):
+    warmup, steps = pick(args.warmup, 1), pick(args.steps, DEFAULT_STEPS[c.name])
+    workloads = [(f"step_{c.name}_train", False, False), (f"step_{c.name}_qat", False, True),
+                 (f"step_{c.name}_eval", False, False)]
+    if c.name == "mini":
+        workloads.append((f"mlm_{c.name}_train", True, False))
+    for name, mlm, quantized in workloads:
+        if args.only not in name:
+            continue
+        m, named = make_bert(c, mlm)
+        batch = make_batch(c, mlm)
+        q = Quantizers(quantized)
+        loss_fn = mlm_loss if mlm else classification_loss
+        if name.endswith("_eval"):
+            def evaluate():
+                with torch.no_grad():
+                    return loss_fn(m, c, batch, False, q).item()
+            print_row(name, time_it(warmup, steps, evaluate), step_flops(c, False))
+            continue
+        optimizer = make_adamw(named)
         losses = []
-        timing = time_it(warmup, steps, lambda: losses.append(train_step(m, params, c, batch, 1e-3)))
-        print(f"# {train_name}: first loss {losses[0]:.4f}")
-        print_row(train_name, timing, bert_flops(c, named, True))
-    if args.only in eval_name:
-        print_row(eval_name, time_it(warmup, steps, lambda: eval_step(m, c, batch)), bert_flops(c, named, False))
+        timing = time_it(warmup, steps,
+                         lambda: losses.append(train_step(loss_fn, m, named, optimizer, c, batch, q)))
+        print(f"# {name}: first loss {losses[0]:.4f}")
+        print_row(name, timing, 0 if mlm else step_flops(c, True))
 
 
 def main():
@@ -275,9 +325,8 @@ def main():
         if not args.no_gemm:
             bench_gemm(args)
     if not args.no_train:
-        bench_layer(args)
-        bench_bert(Config("tiny", layers=2, hidden=128, heads=2, ffn=512), 10, args)
-        bench_bert(Config("mini", layers=4, hidden=256, heads=4, ffn=1024), 6, args)
+        for c in SIZES:
+            bench_size(c, args)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
-// Training-step timings at batch 32 x seq 128:
-//   layer_base_train   one BERT-base encoder layer (768 hidden, 12 heads, FFN 3072),
-//                      forward + backward from a given output gradient
-//   step_<size>_train  a whole BERT classification step: forward, cross-entropy, backward, SGD
-//   step_<size>_eval   evaluation forward (no tape, dropout off)
-// for the sizes of PERF-NOTES: tiny (2 layers / 128 hidden) and mini (4 / 256).
+// Whole training steps of the product at batch 32 × seq 128, run as trainers/trainer.cpp runs
+// them: the task's train_loss (collate, forward through nn::BertFor*, loss), backward, gradient
+// clipping at 1.0 and AdamW (weight decay 0.01 except biases and LayerNorm), then zero_grad;
+// on the synthetic data of bench_task.h. Workloads, each FP32 and, as <name>_bf16, with
+// training.bf16:
+//   step_<size>_train  classification (2 labels) fine-tuning step
+//   step_<size>_qat    the same with QDQBERT's quantizers fake-quantizing (calibrated ranges)
+//   step_<size>_eval   evaluation forward to the loss (eval mode, no tape)
+//   mlm_<size>_train   masked-LM pretraining step: 15% of tokens masked, the decoder only on
+//                      the masked positions (mini only; 4,096 tokens a step)
+// for tiny (2 layers / 128 hidden), mini (4 / 256) and base (12 / 768).
 // Usage: bench_train [--warmup N] [--steps N] [--threads N] [--only NAME]
 // (--only runs the workloads whose name contains NAME)
 #include <omp.h>
@@ -15,84 +20,98 @@
 #include <vector>
 
 #include "autograd/gemm.h"
-#include "autograd/ops.h"
+#include "autograd/gemm_bf16.h"
 #include "autograd/tape.h"
-#include "bench/bert_step.h"
+#include "bench/bench_task.h"
 #include "bench/timing.h"
+#include "optim/adamw.h"
+#include "optim/clip_grad.h"
+#include "optim/param_groups.h"
+#include "trainers/run_precision.h"
 
 namespace {
 
-using qdq::Tensor;
-using qdq::bench::BertConfig;
-
-constexpr int64_t kBatch = 32, kSeq = 128;
+using namespace qdq;
+using bench::BenchTask;
+using bench::ModelSize;
 
 struct Options {
-    int warmup = -1, steps = -1;  // -1: the workload's default
+    int warmup = -1, steps = -1;  // -1: the size's default
     std::string only;
 };
 
 int pick(int option, int fallback) { return option >= 0 ? option : fallback; }
 
-Tensor random_normal(const qdq::Shape& shape, qdq::Rng& rng) {
-    Tensor t = qdq::empty(shape);
-    float* p = t.f32();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = rng.normal(0.0f, 1.0f);
-    return t;
+// FLOPs of a step as PERF-NOTES counts them: 2 per multiply-add of every non-embedding
+// parameter per token, plus the two attention products; × 3 with the backward pass.
+double step_flops(const ModelSize& s, bool training) {
+    const double C = s.hidden, F = s.ffn, T = bench::kSeq, tokens = bench::kBatch * bench::kSeq;
+    const double per_layer = 2.0 * tokens * (4 * C * C + 2 * C * F) + 4.0 * tokens * T * C;
+    return (training ? 3.0 : 1.0) * s.layers * per_layer;
 }
 
-void bench_layer(const Options& opt) {
-    const std::string name = "layer_base_train";
-    if (name.find(opt.only) == std::string::npos) return;
-    BertConfig c;  // BERT-base defaults
-    qdq::Rng rng(7);
-    std::vector<qdq::bench::Param> params;
-    qdq::bench::EncoderLayer layer =
-        qdq::bench::make_encoder_layer(params, "layer.", c.hidden, c.ffn, rng);
-    qdq::bench::Batch batch = qdq::bench::make_batch(kBatch, kSeq, c.vocab, c.labels, rng);
-    Tensor x = random_normal({kBatch, kSeq, c.hidden}, rng).set_requires_grad(true);
-    Tensor grad_out = random_normal({kBatch, kSeq, c.hidden}, rng);
+std::vector<int64_t> batch_indices(Task& task) {
+    std::vector<int64_t> indices;
+    for (int64_t i = 0; i < std::min<int64_t>(bench::kBatch, task.train_size()); ++i) indices.push_back(i);
+    return indices;
+}
 
-    qdq::bench::Timing t = qdq::bench::time_it(pick(opt.warmup, 1), pick(opt.steps, 5), [&] {
-        Tensor y = qdq::bench::encoder_layer_forward(layer, x, batch.mask, c.heads, c.dropout,
-                                                     c.eps, true, rng);
-        qdq::backward(y, grad_out);
-        for (auto& p : params) p.value.zero_grad();
-        x.zero_grad();
+void time_training(const std::string& name, Task& task, const ModelSize& size, int warmup, int steps,
+                   bool bf16) {
+    nn::Module& model = task.model();
+    std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), 0.01);
+    AdamW optimizer = make_adamw(groups, {0.9, 0.999, 1e-8});
+    const std::vector<int64_t> indices = batch_indices(task);
+    Rng data_rng(3);
+    std::vector<float> losses;
+    model.train();
+    TrainingSettings settings;
+    settings.bf16 = bf16;
+    MatmulPrecisionGuard precision(run_matmul_precision(settings));
+    bench::Timing t = bench::time_it(warmup, steps, [&] {
+        Tensor loss = task.train_loss(indices, data_rng);
+        losses.push_back(loss.item());
+        backward(loss);
+        clip_grad_norm(groups, 1.0);
+        adamw_step(optimizer, 1e-4);
+        for (const ParamGroup& g : groups)
+            for (NamedTensor p : g.params) p.tensor.zero_grad();
     });
-    const double C = (double)c.hidden, F = (double)c.ffn, tokens = (double)(kBatch * kSeq);
-    double forward = 2.0 * tokens * (4 * C * C + 2 * C * F) + 4.0 * tokens * (double)kSeq * C;
-    qdq::bench::print_row(name, t, 3.0 * forward);
+    std::printf("# %s: first loss %.4f\n", name.c_str(), losses.front());
+    bench::print_row(name, t, name.starts_with("mlm") ? 0.0 : step_flops(size, true));
 }
 
-void bench_bert(const BertConfig& config, int default_steps, const Options& opt) {
-    const std::string train_name = "step_" + config.name + "_train";
-    const std::string eval_name = "step_" + config.name + "_eval";
-    bool train = train_name.find(opt.only) != std::string::npos;
-    bool eval = eval_name.find(opt.only) != std::string::npos;
-    if (!train && !eval) return;
-    qdq::Rng rng(11);
-    qdq::bench::Bert model = qdq::bench::make_bert(config, rng);
-    qdq::bench::Batch batch =
-        qdq::bench::make_batch(kBatch, kSeq, config.vocab, config.labels, rng);
+void time_eval(const std::string& name, Task& task, const ModelSize& size, int warmup, int steps, bool bf16) {
+    const std::vector<int64_t> indices = batch_indices(task);
+    Rng data_rng(3);
+    task.model().eval();
+    NoGradGuard no_grad;
+    MatmulPrecisionGuard precision(bf16 ? MatmulPrecision::BF16 : MatmulPrecision::F32);
+    bench::Timing t = bench::time_it(warmup, steps, [&] { task.train_loss(indices, data_rng).item(); });
+    bench::print_row(name, t, step_flops(size, false));
+}
 
-    if (train) {
-        std::vector<float> losses;
-        qdq::bench::Timing t =
-            qdq::bench::time_it(pick(opt.warmup, 2), pick(opt.steps, default_steps), [&] {
-                losses.push_back(qdq::bench::train_step(model, batch, 1e-3f, rng));
-            });
-        // A sanity check against bench_torch.py: about ln(labels) at initialisation.
-        std::printf("# %s: first loss %.4f\n", train_name.c_str(), losses.front());
-        qdq::bench::print_row(train_name, t,
-                              qdq::bench::bert_flops(model, kBatch, kSeq, true));
-    }
-    if (eval) {
-        qdq::bench::Timing t =
-            qdq::bench::time_it(pick(opt.warmup, 2), pick(opt.steps, default_steps),
-                                [&] { qdq::bench::eval_step(model, batch, rng); });
-        qdq::bench::print_row(eval_name, t, qdq::bench::bert_flops(model, kBatch, kSeq, false));
-    }
+void bench_size(const bench::BenchData& data, const ModelSize& size, int default_steps, bool mlm,
+                const Options& opt) {
+    const int warmup = pick(opt.warmup, 1), steps = pick(opt.steps, default_steps);
+    struct Workload {
+        std::string prefix;
+        BenchTask task;
+        bool eval;
+    };
+    std::vector<Workload> workloads = {{"step_" + size.name + "_train", BenchTask::Classification, false},
+                                       {"step_" + size.name + "_qat", BenchTask::Qat, false},
+                                       {"step_" + size.name + "_eval", BenchTask::Classification, true}};
+    if (mlm) workloads.push_back({"mlm_" + size.name + "_train", BenchTask::MaskedLm, false});
+    for (const Workload& w : workloads)
+        for (bool bf16 : {false, true}) {
+            const std::string name = w.prefix + (bf16 ? "_bf16" : "");
+            if (name.find(opt.only) == std::string::npos) continue;
+            RunConfig config = data.config(w.task, size, bf16);
+            std::unique_ptr<Task> task = bench::make_bench_task(config, w.task);
+            if (w.eval) time_eval(name, *task, size, warmup, steps, bf16);
+            else time_training(name, *task, size, warmup, steps, bf16);
+        }
 }
 
 }  // namespace
@@ -106,20 +125,18 @@ int main(int argc, char** argv) {
         else if (value && !std::strcmp(argv[i], "--threads")) omp_set_num_threads(std::atoi(value));
         else if (value && !std::strcmp(argv[i], "--only")) opt.only = value;
         else {
-            std::fprintf(stderr, "usage: %s [--warmup N] [--steps N] [--threads N] [--only NAME]\n",
-                         argv[0]);
+            std::fprintf(stderr, "usage: %s [--warmup N] [--steps N] [--threads N] [--only NAME]\n", argv[0]);
             return 2;
         }
     }
     std::printf("# bench_train (qdqtrain), %d threads, batch %lld x seq %lld, median of N steps\n",
-                omp_get_max_threads(), (long long)kBatch, (long long)kSeq);
-    std::printf("# gemm: %s\n", qdq::gemm_backend_description().c_str());
-    qdq::bench::print_header();
-
-    BertConfig tiny{.name = "tiny", .layers = 2, .hidden = 128, .heads = 2, .ffn = 512};
-    BertConfig mini{.name = "mini", .layers = 4, .hidden = 256, .heads = 4, .ffn = 1024};
-    bench_layer(opt);
-    bench_bert(tiny, 10, opt);
-    bench_bert(mini, 6, opt);
+                omp_get_max_threads(), (long long)bench::kBatch, (long long)bench::kSeq);
+    std::printf("# gemm: %s\n", gemm_backend_description().c_str());
+    std::printf("# gemm_bf16: %s\n", bf16_kernel_description().c_str());
+    bench::print_header();
+    bench::BenchData data;
+    bench_size(data, {"tiny", 2, 128, 2, 512}, 10, false, opt);
+    bench_size(data, {"mini", 4, 256, 4, 1024}, 6, true, opt);
+    bench_size(data, {"base", 12, 768, 12, 3072}, 3, false, opt);
     return 0;
 }

@@ -102,7 +102,8 @@ grep -h 'first loss' "$out"/torch.train.1 | sed 's/^# /PyTorch: /'
 echo
 
 # Result lines are "name reps median_ms min_ms gflops"; keep each side's lowest median and
-# the GFLOP/s that goes with it.
+# the GFLOP/s that goes with it. A row of ours named <workload>_bf16 is compared with PyTorch's
+# <workload>, its FP32 (PyTorch has no AMX here). mlm_* rows also get tokens/s (4,096 a step).
 awk -v info="$info_default" '
     FNR == 1 { k = split(FILENAME, parts, "/"); side = parts[k]; sub(/\..*/, "", side) }
     /^#/ || $1 == "name" || NF != 5 { next }
@@ -117,7 +118,8 @@ awk -v info="$info_default" '
         if (info) header = header sprintf(" %15s", "torch_default_ms")
         print header
         for (i = 1; i <= n; ++i) {
-            w = order[i]; o = "ours" SUBSEP w; t = "torch" SUBSEP w; d = "default" SUBSEP w
+            w = order[i]; fp32 = w; sub(/_bf16$/, "", fp32)
+            o = "ours" SUBSEP w; t = "torch" SUBSEP fp32; d = "default" SUBSEP fp32
             ratio = (o in best && t in best) ? sprintf("%8.2f", best[t] / best[o]) : sprintf("%8s", "-")
             line = sprintf("%-22s %11s %11s %s %10s %10s", w,
                            (o in best) ? sprintf("%.1f", best[o]) : "-",
@@ -126,6 +128,14 @@ awk -v info="$info_default" '
             if (info) line = line sprintf(" %15s", (d in best) ? sprintf("%.1f", best[d]) : "-")
             print line
         }
+        for (i = 1; i <= n; ++i) {
+            w = order[i]; fp32 = w; sub(/_bf16$/, "", fp32)
+            if (w !~ /^mlm_/) continue
+            o = "ours" SUBSEP w; t = "torch" SUBSEP fp32
+            printf("%s tokens/s: ours %.0f, PyTorch FP32 %s\n", w, (o in best) ? 4096000 / best[o] : 0,
+                   (t in best) ? sprintf("%.0f", 4096000 / best[t]) : "-")
+        }
     }' "$out"/*.*.*
 echo
-echo "ratio = PyTorch time / ours (> 1: we are faster); times are the best of $rounds per-run medians."
+echo "ratio = PyTorch time / ours (> 1: we are faster; a _bf16 row against PyTorch's FP32 row);"
+echo "times are the best of $rounds per-run medians."

@@ -1,0 +1,95 @@
+#include "bench/bench_task.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "autograd/rng.h"
+#include "quant/qdq_placement.h"
+
+namespace qdq::bench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kVocab = 30522, kFirstWord = 5;  // after [PAD] [UNK] [CLS] [SEP] [MASK]
+
+void write_file(const fs::path& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    if (!out) throw std::runtime_error("bench: cannot write " + path.string());
+}
+
+std::string random_words(int count, Rng& rng) {
+    std::string s;
+    for (int i = 0; i < count; ++i) {
+        if (i) s += ' ';
+        s += "w" + std::to_string(kFirstWord + (int)(rng.next_u64() % (kVocab - kFirstWord)));
+    }
+    return s;
+}
+
+void write_files(const fs::path& dir) {
+    std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+    for (int i = kFirstWord; i < kVocab; ++i) vocab += "w" + std::to_string(i) + "\n";
+    write_file(dir / "vocab.txt", vocab);
+    Rng rng(5);
+    std::string rows = "sentence\tlabel\n";
+    for (int64_t i = 0; i < kBatch; ++i)
+        rows += random_words((int)(kSeq - 16 * (i % 4) - 2), rng) + "\t" + std::to_string(i % 2) + "\n";
+    write_file(dir / "train.tsv", rows);
+    // One document of exactly 32 sequences' worth of tokens: 126 between [CLS] and [SEP] each.
+    write_file(dir / "corpus.txt", random_words((int)(kBatch * (kSeq - 2)), rng) + "\n");
+}
+
+}  // namespace
+
+BenchData::BenchData() {
+    char pattern[] = "/tmp/qdq_bench_XXXXXX";
+    if (!mkdtemp(pattern)) throw std::runtime_error("bench: cannot make a scratch folder");
+    dir_ = pattern;
+    write_files(dir_);
+}
+
+BenchData::~BenchData() {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+}
+
+RunConfig BenchData::config(BenchTask task, const ModelSize& size, bool bf16) const {
+    nlohmann::json model = {{"vocab_size", kVocab},          {"hidden_size", size.hidden},
+                            {"num_hidden_layers", size.layers}, {"num_attention_heads", size.heads},
+                            {"intermediate_size", size.ffn},   {"max_position_embeddings", 512}};
+    const bool mlm = task == BenchTask::MaskedLm;
+    nlohmann::json data = {{"task", mlm ? "mlm" : "classification"},
+                           {"data_dir", dir_},
+                           {"vocab", "vocab.txt"},
+                           {"train_files", mlm ? "corpus.txt" : "train.tsv"},
+                           {"eval_files", mlm ? "corpus.txt" : "train.tsv"},
+                           {"max_seq_length", kSeq}};
+    if (!mlm) data["dataset"] = "sst2";
+    nlohmann::json raw = {{"model", {{"config", model}}},
+                          {"data", data},
+                          {"training", {{"output_dir", dir_ + "/out"}, {"seed", 1}, {"bf16", bf16}}}};
+    if (task == BenchTask::Qat) raw["quantization"] = nlohmann::json::object();
+    return parse_run_config(raw, "bench_train", dir_);
+}
+
+std::unique_ptr<Task> make_bench_task(const RunConfig& config, BenchTask task) {
+    std::unique_ptr<Task> made = make_task(config, {.train = true, .eval = false});
+    if (task != BenchTask::Qat) return made;
+    nn::Module& model = made->model();
+    calibrate_weights(model);
+    for (auto& [name, quantizer] : model.named_quantizers()) {
+        Tensor amax = quantizer->amax;
+        for (int64_t i = 0; i < amax.numel(); ++i)
+            if (std::isnan(amax.f32()[i])) amax.f32()[i] = 8.0f;
+    }
+    set_quant_mode(model, QuantMode::Quantizing);
+    return made;
+}
+
+}  // namespace qdq::bench

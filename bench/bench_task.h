@@ -1,0 +1,45 @@
+// The product's tasks on synthetic data, for bench_train: a 30,522-word vocabulary and files
+// written into a scratch folder, from which make_task builds the task exactly as a run does.
+//   classification: 32 single-sentence examples whose token lengths are 128 - 16·(i mod 4)
+//                   ([CLS] and [SEP] included), labels alternating, as bench_torch.py's batch;
+//   mlm:            a corpus that packs into 32 full 128-token sequences.
+// Words are "w<id>", one WordPiece token each; ids are drawn from a fixed seed.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "trainers/run_config.h"
+#include "trainers/task.h"
+
+namespace qdq::bench {
+
+constexpr int64_t kBatch = 32, kSeq = 128;
+
+struct ModelSize {
+    std::string name;  // tiny, mini, base
+    int layers, hidden, heads, ffn;
+};
+
+enum class BenchTask { Classification, Qat, MaskedLm };
+
+// A scratch folder holding the synthetic files; removed with the object.
+class BenchData {
+public:
+    BenchData();
+    ~BenchData();
+    BenchData(const BenchData&) = delete;
+    BenchData& operator=(const BenchData&) = delete;
+
+    // The run config of `task` on `size`, with training.bf16 = bf16.
+    RunConfig config(BenchTask task, const ModelSize& size, bool bf16) const;
+
+private:
+    std::string dir_;
+};
+
+// make_task on the config; for Qat every quantizer gets a range (weights per channel from the
+// weights, activations amax 8) and quantizes, as after calibration.
+std::unique_ptr<Task> make_bench_task(const RunConfig& config, BenchTask task);
+
+}  // namespace qdq::bench
