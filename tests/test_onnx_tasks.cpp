@@ -4,7 +4,8 @@
 // calibration on training batches, QDQ for both targets. ORT's outputs are compared row by row
 // with the framework's own forward (float, or fake-quantized by the model's quantizers), and the
 // task metric computed from ORT's outputs (accuracy; SQuAD EM/F1 through the framework's
-// postprocessing, data/squad_postprocess.h) with the framework's Task::evaluate().
+// postprocessing, data/squad_postprocess.h) with the framework's Task::evaluate(). The IMDB
+// QDQ model is also compared with the framework running its products in bf16 (training.bf16).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -17,6 +18,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "autograd/gemm_bf16.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/tape.h"
 #include "data/classification_features.h"
 #include "data/imdb_reader.h"
@@ -268,6 +271,32 @@ double accuracy(const Rows& rows, const std::vector<int32_t>& labels) {
     return (double)correct / (double)rows.size();
 }
 
+// The framework in bf16 (training.bf16) against ORT's INT8 model. A fake-quantized operand is
+// q·scale with |q| <= 127; bf16 keeps 8 significant bits, so q itself is exact but q·scale
+// rounds by up to 2^-9 of itself, less than a quarter of a quantum: the operand stays nearer its
+// own level of the grid than any other. Yet every product rounds, so nearly every logit moves by
+// a few parts in a thousand (and an activation near a rounding boundary of the next quantizer
+// can land one level over): judge()'s float-rounding budget does not apply. The budget here: no
+// logit beyond 0.5 (test_onnx.cpp's per-row bound), predicted labels differing on at most 2% of
+// the examples, and the accuracy moving by no more than those examples account for. Measured:
+// max |diff| 0.027, labels differ on 1 of 300.
+void judge_bf16(const std::string& what, const Rows& ort, const Rows& framework, const std::vector<int32_t>& labels,
+                double framework_accuracy) {
+    RowDiff d = compare_rows(ort, framework);
+    int64_t flipped = 0;
+    for (size_t r = 0; r < ort.size(); ++r)
+        flipped += std::max_element(ort[r].begin(), ort[r].end()) - ort[r].begin() !=
+                   std::max_element(framework[r].begin(), framework[r].end()) - framework[r].begin();
+    const double ort_accuracy = accuracy(ort, labels);
+    std::printf("[ %s ] max |ORT - framework| %.3g; beyond 1e-4: logits %lld of %lld; labels differ on %lld of %zu; "
+                "accuracy ORT %.4f, framework %.4f\n",
+                what.c_str(), d.max_abs, (long long)d.inexact_values, (long long)d.values, (long long)flipped,
+                ort.size(), ort_accuracy, framework_accuracy);
+    EXPECT_LE(d.max_abs, 0.5f) << what;
+    EXPECT_LE(flipped * 50, (int64_t)ort.size()) << what;
+    EXPECT_LE(std::fabs(ort_accuracy - framework_accuracy), (double)flipped / (double)ort.size() + 1e-9) << what;
+}
+
 struct SquadEval {
     EvalRows rows;
     std::vector<SquadExample> examples;
@@ -345,13 +374,19 @@ TEST(OnnxTasks, ImdbClassifierKeepsItsLogitsAndAccuracy) {
     std::unique_ptr<Task> quantized = calibrated_task(dir, fp32, qdq);
     const double qdq_accuracy = quantized->evaluate(64).at("accuracy").get<double>();
     const Rows fake_quant = framework_rows(*quantized, eval.rows);
+    Rows ort_cpu;
     for (const std::string target : {"tensorrt", "onnxruntime-cpu"}) {
         const std::string optimized = (dir.path() / ("imdb." + target + ".opt.onnx")).string();
         const Rows ort = onnxruntime_rows(export_run(dir, qdq, "qdq." + target, target), eval.rows, true, optimized);
         judge("imdb qdq " + target, ort, fake_quant, true, {{"accuracy", accuracy(ort, eval.labels), qdq_accuracy}},
               1.0 / (double)n, example_of, n);
         std::printf("[ imdb qdq %s: ORT ran ]%s\n", target.c_str(), op_listing(optimized).c_str());
+        ort_cpu = ort;
     }
+    if (bf16_kernel() == Bf16Kernel::None) return;
+    MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+    judge_bf16("imdb qdq onnxruntime-cpu, framework in bf16", ort_cpu, framework_rows(*quantized, eval.rows),
+               eval.labels, quantized->evaluate(64).at("accuracy").get<double>());
 }
 
 // SQuAD v1.1 dev split by article (the only SQuAD file in the data dir): 600 training questions,
