@@ -208,6 +208,24 @@ TEST(Trainer, RefusesToResumeUnderAChangedConfig) {
     EXPECT_EQ(train_config(raw).status, TrainStatus::finished);
 }
 
+// Checkpoints written before training.bf16 existed hold no such key: they resume as FP32 runs,
+// and a bf16 run refuses them as it refuses any changed setting.
+TEST(Trainer, ResumesACheckpointWrittenBeforeBf16Existed) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    ASSERT_EQ(train_config(raw, 5).status, TrainStatus::interrupted);
+    const std::string path = (dir.path() / "run" / "checkpoint-5.h5").string();
+    Checkpoint old = load_checkpoint(path);
+    ASSERT_TRUE(old.config["training"].contains("bf16"));
+    old.config["training"].erase("bf16");
+    save_checkpoint(path, old);
+    raw["training"]["bf16"] = true;
+    EXPECT_THROW(train_config(raw), std::runtime_error);
+    raw["training"]["bf16"] = false;
+    EXPECT_EQ(train_config(raw).status, TrainStatus::finished);
+}
+
 TEST(Trainer, BestMetricDirection) {
     TrainingSettings t;
     EXPECT_TRUE(is_improvement(t, "accuracy", 0.9, 0.8));
