@@ -13,18 +13,14 @@
 
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
-#include "autograd/rng.h"
+#include "tests/support/gemm_operands.h"
 
 using namespace qdq;
+using qdq::testing::GemmOperands;
+using qdq::testing::gemm_operands;
+using qdq::testing::random_values;
 
 namespace {
-
-std::vector<float> random_values(size_t n, uint64_t seed) {
-    Rng rng(seed);
-    std::vector<float> v(n);
-    for (float& x : v) x = 2.0f * rng.uniform() - 1.0f;
-    return v;
-}
 
 std::vector<Bf16Kernel> supported_kernels() {
     std::vector<Bf16Kernel> kernels;
@@ -35,35 +31,26 @@ std::vector<Bf16Kernel> supported_kernels() {
 
 void check_gemm_bf16(Bf16Kernel kernel, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                      float alpha, float beta) {
-    int64_t rows_a = ta ? K : M, cols_a = ta ? M : K, lda = cols_a + 3;
-    int64_t rows_b = tb ? N : K, cols_b = tb ? K : N, ldb = cols_b + 5;
-    int64_t ldc = N + 3;
-    std::vector<float> A = random_values((size_t)(rows_a * lda), 1);
-    std::vector<float> B = random_values((size_t)(rows_b * ldb), 2);
-    std::vector<float> C = random_values((size_t)(M * ldc), 3);
-    std::vector<float> C0 = C;
-    gemm_bf16_on(kernel, ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(),
-                 ldc);
+    GemmOperands g = gemm_operands(ta, tb, M, N, K);
+    gemm_bf16_on(kernel, ta, tb, M, N, K, alpha, g.A.data(), g.lda, g.B.data(), g.ldb, beta, g.C.data(),
+                 g.ldc);
+    const double u = std::ldexp(1.0, -24);
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             double acc = 0, magnitude = 0;
             for (int64_t k = 0; k < K; ++k) {
-                double a = round_to_bf16(ta ? A[(size_t)(k * lda + i)] : A[(size_t)(i * lda + k)]);
-                double b = round_to_bf16(tb ? B[(size_t)(j * ldb + k)] : B[(size_t)(k * ldb + j)]);
-                acc += a * b;
-                magnitude += std::fabs(a * b);
+                double p = (double)round_to_bf16(g.a(i, k)) * round_to_bf16(g.b(k, j));
+                acc += p;
+                magnitude += std::fabs(p);
             }
-            double c0 = C0[(size_t)(i * ldc + j)];
-            double expected = alpha * acc + beta * c0;
-            double bound = (K + 2) * std::ldexp(1.0, -24) * std::fabs(alpha) * magnitude +
-                           2 * std::ldexp(1.0, -24) * (std::fabs(expected) + std::fabs(beta * c0));
-            ASSERT_NEAR(C[(size_t)(i * ldc + j)], expected, bound)
+            double expected = alpha * acc + beta * g.c0(i, j);
+            double bound = (K + 2) * u * std::fabs(alpha) * magnitude +
+                           2 * u * (std::fabs(expected) + std::fabs(beta * g.c0(i, j)));
+            ASSERT_NEAR(g.c(i, j), expected, bound)
                 << bf16_kernel_name(kernel) << " ta=" << ta << " tb=" << tb << " M=" << M
                 << " N=" << N << " K=" << K << " at (" << i << ", " << j << ")";
         }
-    for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = N; j < ldc; ++j)
-            ASSERT_EQ(C[(size_t)(i * ldc + j)], C0[(size_t)(i * ldc + j)]) << "padding written";
+    g.expect_padding_untouched();
 }
 
 }  // namespace
