@@ -48,8 +48,8 @@ void write_files(const fs::path& dir) {
 }  // namespace
 
 BenchData::BenchData() {
-    char pattern[] = "/tmp/qdq_bench_XXXXXX";
-    if (!mkdtemp(pattern)) throw std::runtime_error("bench: cannot make a scratch folder");
+    std::string pattern = (fs::temp_directory_path() / "qdq_bench_XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("bench: cannot make a scratch folder");
     dir_ = pattern;
     write_files(dir_);
 }
