@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "io/hdf5_weights.h"
+#include "tests/support/gradcheck.h"
 #include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
@@ -240,11 +241,12 @@ TEST(Trainer, BestMetricDirection) {
 }
 
 // SIGKILL at two moments of one run, each followed by a resume: the end equals a run never killed.
-static void expect_killed_run_resumes_bit_identical(bool bf16) {
+static void expect_killed_run_resumes_bit_identical(bool bf16, int64_t accumulation = 1) {
     qdq::testing::TempDir dir;
     write_task_files(dir);
     nlohmann::json raw = tiny_config(dir, "straight");
     raw["training"]["bf16"] = bf16;
+    raw["training"]["gradient_accumulation_steps"] = accumulation;
     raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
     raw["training"]["max_steps"] = 300;
     raw["training"]["save_steps"] = 10;
@@ -282,6 +284,52 @@ static void expect_killed_run_resumes_bit_identical(bool bf16) {
 TEST(Trainer, KilledRunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(false); }
 
 TEST(Trainer, KilledBf16RunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(true); }
+
+// Three micro-batches a step, eight batches an epoch: steps straddle epochs, and a kill lands
+// between a step's micro-batches as often as not.
+TEST(Trainer, KilledRunWithGradientAccumulationResumesBitIdentical) {
+    expect_killed_run_resumes_bit_identical(false, 3);
+}
+
+// Two micro-batches of 8 per step against one batch of 16 (no dropout, the same shuffled
+// order): the same loss, gradient norm, schedule and epochs at every step, and the same weights,
+// up to FP32 summation order (the mean over 16 taken in one pass or as two halves).
+TEST(Trainer, AccumulatedMicroBatchesEqualOneLargerBatch) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "large");
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.0;
+    raw["model"]["config"]["attention_probs_dropout_prob"] = 0.0;
+    raw["training"]["per_device_train_batch_size"] = 16;
+    raw["training"]["logging_steps"] = 1;
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    raw["training"]["output_dir"] = (dir.path() / "accumulated").string();
+    raw["training"]["per_device_train_batch_size"] = 8;
+    raw["training"]["gradient_accumulation_steps"] = 2;
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+
+    const std::vector<nlohmann::json> large = records(dir.path() / "large"), accumulated = records(dir.path() / "accumulated");
+    ASSERT_EQ(large.size(), accumulated.size());
+    for (size_t i = 0; i < large.size(); ++i)
+        for (const auto& [key, value] : large[i].items()) {
+            ASSERT_TRUE(accumulated[i].contains(key)) << key;
+            const double a = value.get<double>(), b = accumulated[i][key].get<double>();
+            EXPECT_NEAR(a, b, 1e-5 * std::max(1.0, std::fabs(a))) << key << " at record " << i;
+        }
+    Hdf5Weights x = load_hdf5_weights((dir.path() / "large" / "model.h5").string());
+    Hdf5Weights y = load_hdf5_weights((dir.path() / "accumulated" / "model.h5").string());
+    ASSERT_EQ(x.tensors.size(), y.tensors.size());
+    for (size_t i = 0; i < x.tensors.size(); ++i)
+        qdq::testing::expect_close(y.tensors[i].tensor, x.tensors[i].tensor, 1e-4f, 1e-5f, x.tensors[i].name.c_str());
+
+    raw["training"]["gradient_accumulation_steps"] = 0;
+    try {
+        parse(raw);
+        FAIL() << "accepted gradient_accumulation_steps 0";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("training.gradient_accumulation_steps"), std::string::npos) << e.what();
+    }
+}
 
 // With bf16 products switched off (QDQ_BF16_KERNEL=none, as on a CPU without a bf16 kernel that
 // pays), a bf16 run is the FP32 run bit for bit, and says so once.

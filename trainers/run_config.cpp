@@ -118,6 +118,7 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     training.read("seed", t.seed);
     training.read("per_device_train_batch_size", t.per_device_train_batch_size);
     training.read("per_device_eval_batch_size", t.per_device_eval_batch_size);
+    training.read("gradient_accumulation_steps", t.gradient_accumulation_steps);
     training.read("num_train_epochs", t.num_train_epochs);
     training.read("max_steps", t.max_steps);
     training.read("learning_rate", t.learning_rate);
@@ -145,6 +146,7 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     training.finish();
     check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
     check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
+    check_positive(training, "gradient_accumulation_steps", t.gradient_accumulation_steps);
     check_positive(training, "learning_rate", t.learning_rate);
     if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
     if (t.save_total_limit < 1) training.fail("save_total_limit", "must be at least 1");
@@ -240,6 +242,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
          {{"output_dir", t.output_dir}, {"seed", t.seed},
           {"per_device_train_batch_size", t.per_device_train_batch_size},
           {"per_device_eval_batch_size", t.per_device_eval_batch_size},
+          {"gradient_accumulation_steps", t.gradient_accumulation_steps},
           {"num_train_epochs", t.num_train_epochs}, {"max_steps", t.max_steps},
           {"learning_rate", t.learning_rate}, {"weight_decay", t.weight_decay},
           {"adam_beta1", t.adam_beta1}, {"adam_beta2", t.adam_beta2}, {"adam_epsilon", t.adam_epsilon},

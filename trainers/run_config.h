@@ -8,8 +8,9 @@
 //               max_eval_examples, squad_eval_fraction + squad_split_seed (train and eval on
 //               one SQuAD file split by article), mlm_probability
 //   "training": output_dir, seed, per_device_train_batch_size, per_device_eval_batch_size,
-//               num_train_epochs, max_steps, learning_rate, weight_decay, adam_beta1,
-//               adam_beta2, adam_epsilon, max_grad_norm, lr_scheduler_type, warmup_steps,
+//               gradient_accumulation_steps, num_train_epochs, max_steps, learning_rate,
+//               weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm,
+//               lr_scheduler_type, warmup_steps,
 //               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h)
@@ -69,6 +70,9 @@ struct TrainingSettings {
     uint64_t seed = 42;
     int per_device_train_batch_size = 8;
     int per_device_eval_batch_size = 8;
+    // Micro-batches of per_device_train_batch_size per optimizer step (HF's name): the effective
+    // batch is their product (trainers/trainer.cpp accumulate_gradients).
+    int64_t gradient_accumulation_steps = 1;
     double num_train_epochs = 3;
     int64_t max_steps = -1;  // > 0 overrides num_train_epochs
     double learning_rate = 5e-5;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "data/loader.h"
 #include "nn/pretrained.h"
@@ -36,7 +37,9 @@ const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", 
 
 nlohmann::json comparable(nlohmann::json config) {
     for (const char* key : kFreeTrainingKeys) config["training"].erase(key);
-    if (!config["training"].contains("bf16")) config["training"]["bf16"] = false;  // older runs
+    // Keys older runs lack, as those runs had them.
+    if (!config["training"].contains("bf16")) config["training"]["bf16"] = false;
+    if (!config["training"].contains("gradient_accumulation_steps")) config["training"]["gradient_accumulation_steps"] = 1;
     nlohmann::json& data = config["data"];
     data.erase("data_dir");
     data.erase("eval_files");
@@ -62,6 +65,38 @@ double now_seconds() {
     return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+struct AccumulatedLoss {
+    double loss = 0;  // the step's loss: the mean of its micro-batches' losses
+    std::string bad;  // why the step cannot be taken (a loss that is not finite), else empty
+};
+
+// One optimizer step's gradients, as HF's gradient accumulation takes them: `micro_batches`
+// batches in a row from the loader, across an epoch's end if need be, each loss divided by
+// their number before its backward pass, so the gradients add up to the mean of the micro-
+// batches' (with equal batches and a mean loss, that of one batch as large as all of them).
+// With one micro-batch nothing is divided, so such runs compute what they always did.
+// `epoch_done` is set when one of the batches was the last of its epoch.
+AccumulatedLoss accumulate_gradients(Task& task, BatchLoader& loader, Rng& data_rng, int64_t micro_batches,
+                                     bool& epoch_done) {
+    AccumulatedLoss out;
+    std::vector<int64_t> batch;
+    for (int64_t i = 0; i < micro_batches; ++i) {
+        while (!loader.next(batch)) {}  // an epoch's end: the loader moves to the next one
+        epoch_done = epoch_done || loader.position().index >= loader.size();
+        Tensor loss = task.train_loss(batch, data_rng);
+        if (micro_batches > 1) loss = mul_scalar(loss, 1.0f / (float)micro_batches);
+        const double value = loss.item();
+        if (!std::isfinite(value)) {
+            clear_tape();
+            out.bad = "the loss is " + std::to_string(value * (double)micro_batches);
+            return out;
+        }
+        out.loss += value;
+        backward(loss);
+    }
+    return out;
+}
+
 NamedTensors parameters_of(const std::vector<ParamGroup>& groups) {
     NamedTensors all;
     for (const ParamGroup& g : groups) all.insert(all.end(), g.params.begin(), g.params.end());
@@ -74,7 +109,7 @@ void request_stop() { stop_requested = 1; }
 
 int64_t total_train_steps(const TrainingSettings& t, int64_t batches_per_epoch) {
     if (t.max_steps > 0) return t.max_steps;
-    return (int64_t)std::ceil(t.num_train_epochs * (double)batches_per_epoch);
+    return (int64_t)std::ceil(t.num_train_epochs * (double)batches_per_epoch / (double)t.gradient_accumulation_steps);
 }
 
 bool is_improvement(const TrainingSettings& t, const std::string& metric, double value, double best) {
@@ -99,8 +134,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     if (task.train_size() == 0) throw std::runtime_error(config.source + ": the training set is empty");
     BatchLoader loader(task.train_size(), loader_options,
                        t.group_by_length ? task.train_lengths() : std::vector<int32_t>{});
-    const int64_t steps_per_epoch = loader.batches_per_epoch();
-    const int64_t total_steps = total_train_steps(t, steps_per_epoch);
+    const int64_t total_steps = total_train_steps(t, loader.batches_per_epoch());
     ScheduleOptions schedule;
     from_json({{"name", t.lr_scheduler_type}, {"base_lr", t.learning_rate}, {"warmup_steps", t.warmup_steps},
                {"warmup_ratio", t.warmup_ratio}, {"total_steps", total_steps}},
@@ -146,7 +180,9 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     int64_t last_saved = state.step, last_evaluated = -1;
     nlohmann::json last_metrics;
 
-    auto epoch_now = [&] { return (double)state.step / (double)steps_per_epoch; };
+    auto epoch_now = [&] {
+        return (double)(state.step * t.gradient_accumulation_steps) / (double)loader.batches_per_epoch();
+    };
     auto save = [&] {
         state.dropout_rng = task.dropout_rng().state;
         state.data_rng = data_rng.state;
@@ -176,7 +212,6 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     };
 
     const NamedTensors params = parameters_of(groups);
-    std::vector<int64_t> batch;
     while (state.step < total_steps) {
         if (stop_requested) {
             stop_requested = 0;  // honoured: a later train() in this process starts afresh
@@ -184,19 +219,15 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
             log.note("stopped at step " + std::to_string(state.step) + "; the checkpoint there resumes the run");
             return {TrainStatus::interrupted, state.step, last_metrics, "interrupted"};
         }
-        if (!loader.next(batch)) continue;  // the epoch's end: the loader moves to the next one
         model.train();
-        Tensor loss = task.train_loss(batch, data_rng);
-        const double loss_value = loss.item();
-        std::string bad;
+        bool epoch_done = false;
+        const AccumulatedLoss accumulated = accumulate_gradients(task, loader, data_rng, t.gradient_accumulation_steps, epoch_done);
+        const double loss_value = accumulated.loss;
+        std::string bad = accumulated.bad;
         double grad_norm = 0;
-        if (std::isfinite(loss_value)) {
-            backward(loss);
+        if (bad.empty()) {
             grad_norm = clip_grad_norm(groups, t.max_grad_norm > 0 ? t.max_grad_norm : INFINITY);
             if (!std::isfinite(grad_norm)) bad = "the gradient norm is " + std::to_string(grad_norm);
-        } else {
-            clear_tape();
-            bad = "the loss is " + std::to_string(loss_value);
         }
         if (!bad.empty()) {
             std::string kept = last_saved > 0 ? out_dir + "/" + checkpoint_name(last_saved) : "none was written";
@@ -221,7 +252,6 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
             state.log_loss_sum = 0;
             state.log_steps = 0;
         }
-        const bool epoch_done = loader.position().index >= loader.size();
         const bool last = state.step == total_steps;
         bool best = false;
         if ((t.eval_steps > 0 ? state.step % t.eval_steps == 0 : epoch_done) || last) best = evaluate();

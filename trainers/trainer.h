@@ -1,5 +1,6 @@
-// The training loop, as Hugging Face's Trainer runs it: per step forward, loss, backward, clip
-// by global norm, AdamW at the schedule's rate; logs every logging_steps; evaluation every
+// The training loop, as Hugging Face's Trainer runs it: per step forward, loss and backward of
+// gradient_accumulation_steps micro-batches (each loss divided by their number), clip by global
+// norm, AdamW at the schedule's rate; logs every logging_steps; evaluation every
 // eval_steps (or at each epoch's end) with the task's metrics; checkpoints every save_steps (or
 // at each epoch's end), keeping the last save_total_limit and the best one.
 //
@@ -47,8 +48,9 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
 // (SIGINT and SIGTERM handlers call it).
 void request_stop();
 
-// The update steps of a run: max_steps when positive, else ceil(epochs × batches per epoch),
-// as HF's Trainer counts them.
+// The update steps of a run: max_steps when positive, else ceil(epochs × batches per epoch /
+// gradient_accumulation_steps). (HF's Trainer rounds the steps of one epoch down first; here a
+// step may take micro-batches from two epochs, so every batch of every epoch trains.)
 int64_t total_train_steps(const TrainingSettings& training, int64_t batches_per_epoch);
 
 // Whether `metric` improves on `best`: greater_is_better when the config sets it, else lower is
