@@ -288,15 +288,10 @@ RunConfig tiny_mlm_config(const TempDir& dir) {
 // forward bit for bit; with the default 0.1 it is not.
 TEST(MlmTask, DropoutOffInTheConfigMeansNoDropout) {
     for (float p : {0.0f, 0.1f}) {
-        nn::BertConfig c;
-        c.vocab_size = 50;
-        c.hidden_size = 16;
-        c.num_hidden_layers = 2;
-        c.num_attention_heads = 2;
-        c.intermediate_size = 32;
-        c.max_position_embeddings = 16;
-        c.hidden_dropout_prob = p;
-        c.attention_probs_dropout_prob = p;
+        const nn::BertConfig c{.vocab_size = 50, .hidden_size = 16, .num_hidden_layers = 2,
+                               .num_attention_heads = 2, .intermediate_size = 32,
+                               .hidden_dropout_prob = p, .attention_probs_dropout_prob = p,
+                               .max_position_embeddings = 16};
         Rng init(3);
         nn::BertForMaskedLM model(c, init);
         std::vector<int32_t> ids(2 * 12);
