@@ -1,6 +1,7 @@
-// Whole training steps of the product at batch 32 × seq 128, run as trainers/trainer.cpp runs
-// them: the task's train_loss (collate, forward through nn::BertFor*, loss), backward, gradient
-// clipping at 1.0 and AdamW (weight decay 0.01 except biases and LayerNorm), then zero_grad;
+// Whole training steps of the product at batch 32 × seq 128, through the trainer's own
+// optimizer_step (trainers/trainer.h): the task's train_loss (collate, forward through
+// nn::BertFor*, loss), backward, gradient clipping at 1.0 and AdamW (weight decay 0.01 except
+// biases and LayerNorm), then zero_grad;
 // on the synthetic data of bench_task.h. Workloads, each FP32 and, as <name>_bf16, with
 // training.bf16:
 //   step_<size>_train  classification (2 labels) fine-tuning step
@@ -24,10 +25,9 @@
 #include "autograd/tape.h"
 #include "bench/bench_task.h"
 #include "bench/timing.h"
-#include "optim/adamw.h"
-#include "optim/clip_grad.h"
-#include "optim/param_groups.h"
+#include "data/loader.h"
 #include "trainers/run_precision.h"
+#include "trainers/trainer.h"
 
 namespace {
 
@@ -50,43 +50,39 @@ double step_flops(const ModelSize& s, bool training) {
     return (training ? 3.0 : 1.0) * s.layers * per_layer;
 }
 
-std::vector<int64_t> batch_indices(Task& task) {
-    std::vector<int64_t> indices;
-    for (int64_t i = 0; i < std::min<int64_t>(bench::kBatch, task.train_size()); ++i) indices.push_back(i);
-    return indices;
+// The precision `bf16` asks for, as a run's training.bf16 sets it.
+MatmulPrecision precision_of(bool bf16) {
+    TrainingSettings settings;
+    settings.bf16 = bf16;
+    return run_matmul_precision(settings);
 }
 
+// The trainer's own step (optimizer_step) on a loader whose one batch is the whole data set.
 void time_training(const std::string& name, Task& task, const ModelSize& size, int warmup, int steps,
                    bool bf16) {
     nn::Module& model = task.model();
-    std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), 0.01);
+    const std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), 0.01);
     AdamW optimizer = make_adamw(groups, {0.9, 0.999, 1e-8});
-    const std::vector<int64_t> indices = batch_indices(task);
+    BatchLoader loader(task.train_size(), {.batch_size = bench::kBatch, .seed = 1});
+    const TrainingSettings settings;  // max_grad_norm 1.0, one micro-batch a step
     Rng data_rng(3);
-    std::vector<float> losses;
+    std::vector<double> losses;
     model.train();
-    TrainingSettings settings;
-    settings.bf16 = bf16;
-    MatmulPrecisionGuard precision(run_matmul_precision(settings));
+    MatmulPrecisionGuard precision(precision_of(bf16));
     bench::Timing t = bench::time_it(warmup, steps, [&] {
-        Tensor loss = task.train_loss(indices, data_rng);
-        losses.push_back(loss.item());
-        backward(loss);
-        clip_grad_norm(groups, 1.0);
-        adamw_step(optimizer, 1e-4);
-        for (const ParamGroup& g : groups)
-            for (NamedTensor p : g.params) p.tensor.zero_grad();
+        losses.push_back(optimizer_step(task, loader, data_rng, groups, optimizer, settings, 1e-4).loss);
     });
     std::printf("# %s: first loss %.4f\n", name.c_str(), losses.front());
     bench::print_row(name, t, name.starts_with("mlm") ? 0.0 : step_flops(size, true));
 }
 
 void time_eval(const std::string& name, Task& task, const ModelSize& size, int warmup, int steps, bool bf16) {
-    const std::vector<int64_t> indices = batch_indices(task);
+    std::vector<int64_t> indices(task.train_size());
+    for (size_t i = 0; i < indices.size(); ++i) indices[i] = (int64_t)i;
     Rng data_rng(3);
     task.model().eval();
     NoGradGuard no_grad;
-    MatmulPrecisionGuard precision(bf16 ? MatmulPrecision::BF16 : MatmulPrecision::F32);
+    MatmulPrecisionGuard precision(precision_of(bf16));
     bench::Timing t = bench::time_it(warmup, steps, [&] { task.train_loss(indices, data_rng).item(); });
     bench::print_row(name, t, step_flops(size, false));
 }

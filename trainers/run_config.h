@@ -71,7 +71,7 @@ struct TrainingSettings {
     int per_device_train_batch_size = 8;
     int per_device_eval_batch_size = 8;
     // Micro-batches of per_device_train_batch_size per optimizer step (HF's name): the effective
-    // batch is their product (trainers/trainer.cpp accumulate_gradients).
+    // batch is their product (optimizer_step, trainers/trainer.h).
     int64_t gradient_accumulation_steps = 1;
     double num_train_epochs = 3;
     int64_t max_steps = -1;  // > 0 overrides num_train_epochs

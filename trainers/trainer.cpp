@@ -65,44 +65,6 @@ double now_seconds() {
     return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-struct AccumulatedLoss {
-    double loss = 0;  // the step's loss: the mean of its micro-batches' losses
-    std::string bad;  // why the step cannot be taken (a loss that is not finite), else empty
-};
-
-// One optimizer step's gradients, as HF's gradient accumulation takes them: `micro_batches`
-// batches in a row from the loader, across an epoch's end if need be, each loss divided by
-// their number before its backward pass, so the gradients add up to the mean of the micro-
-// batches' (with equal batches and a mean loss, that of one batch as large as all of them).
-// With one micro-batch nothing is divided, so such runs compute what they always did.
-// `epoch_done` is set when one of the batches was the last of its epoch.
-AccumulatedLoss accumulate_gradients(Task& task, BatchLoader& loader, Rng& data_rng, int64_t micro_batches,
-                                     bool& epoch_done) {
-    AccumulatedLoss out;
-    std::vector<int64_t> batch;
-    for (int64_t i = 0; i < micro_batches; ++i) {
-        while (!loader.next(batch)) {}  // an epoch's end: the loader moves to the next one
-        epoch_done = epoch_done || loader.position().index >= loader.size();
-        Tensor loss = task.train_loss(batch, data_rng);
-        if (micro_batches > 1) loss = mul_scalar(loss, 1.0f / (float)micro_batches);
-        const double value = loss.item();
-        if (!std::isfinite(value)) {
-            clear_tape();
-            out.bad = "the loss is " + std::to_string(value * (double)micro_batches);
-            return out;
-        }
-        out.loss += value;
-        backward(loss);
-    }
-    return out;
-}
-
-NamedTensors parameters_of(const std::vector<ParamGroup>& groups) {
-    NamedTensors all;
-    for (const ParamGroup& g : groups) all.insert(all.end(), g.params.begin(), g.params.end());
-    return all;
-}
-
 }  // namespace
 
 void request_stop() { stop_requested = 1; }
@@ -115,6 +77,36 @@ int64_t total_train_steps(const TrainingSettings& t, int64_t batches_per_epoch) 
 bool is_improvement(const TrainingSettings& t, const std::string& metric, double value, double best) {
     bool greater = t.greater_is_better.value_or(!metric.ends_with("loss"));
     return greater ? value > best : value < best;
+}
+
+StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const std::vector<ParamGroup>& groups,
+                          AdamW& optimizer, const TrainingSettings& t, double lr) {
+    StepResult out;
+    const int64_t micro_batches = t.gradient_accumulation_steps;
+    std::vector<int64_t> batch;
+    for (int64_t i = 0; i < micro_batches; ++i) {
+        while (!loader.next(batch)) {}  // an epoch's end: the loader moves to the next one
+        out.epoch_done = out.epoch_done || loader.position().index >= loader.size();
+        Tensor loss = task.train_loss(batch, data_rng);
+        if (micro_batches > 1) loss = mul_scalar(loss, 1.0f / (float)micro_batches);
+        const double value = loss.item();
+        if (!std::isfinite(value)) {
+            clear_tape();
+            out.bad = "the loss is " + std::to_string(value * (double)micro_batches);
+            return out;
+        }
+        out.loss += value;
+        backward(loss);
+    }
+    out.grad_norm = clip_grad_norm(groups, t.max_grad_norm > 0 ? t.max_grad_norm : INFINITY);
+    if (!std::isfinite(out.grad_norm)) {
+        out.bad = "the gradient norm is " + std::to_string(out.grad_norm);
+        return out;
+    }
+    adamw_step(optimizer, lr);
+    for (const ParamGroup& g : groups)
+        for (NamedTensor p : g.params) p.tensor.zero_grad();
+    return out;
 }
 
 TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options) {
@@ -211,7 +203,6 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         return true;
     };
 
-    const NamedTensors params = parameters_of(groups);
     while (state.step < total_steps) {
         if (stop_requested) {
             stop_requested = 0;  // honoured: a later train() in this process starts afresh
@@ -220,42 +211,32 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
             return {TrainStatus::interrupted, state.step, last_metrics, "interrupted"};
         }
         model.train();
-        bool epoch_done = false;
-        const AccumulatedLoss accumulated = accumulate_gradients(task, loader, data_rng, t.gradient_accumulation_steps, epoch_done);
-        const double loss_value = accumulated.loss;
-        std::string bad = accumulated.bad;
-        double grad_norm = 0;
-        if (bad.empty()) {
-            grad_norm = clip_grad_norm(groups, t.max_grad_norm > 0 ? t.max_grad_norm : INFINITY);
-            if (!std::isfinite(grad_norm)) bad = "the gradient norm is " + std::to_string(grad_norm);
-        }
-        if (!bad.empty()) {
+        const double lr = learning_rate(schedule, state.step);
+        const StepResult step = optimizer_step(task, loader, data_rng, groups, optimizer, t, lr);
+        if (!step.bad.empty()) {
             std::string kept = last_saved > 0 ? out_dir + "/" + checkpoint_name(last_saved) : "none was written";
-            std::string message = "training diverged at step " + std::to_string(state.step + 1) + ": " + bad +
+            std::string message = "training diverged at step " + std::to_string(state.step + 1) + ": " + step.bad +
                                   "; nothing was saved after it (last checkpoint: " + kept + ")";
             log.note(message);
             return {TrainStatus::diverged, state.step, last_metrics, message};
         }
-        const double lr = learning_rate(schedule, state.step);
-        adamw_step(optimizer, lr);
-        for (NamedTensor p : params) p.tensor.zero_grad();
         ++state.step;
-        state.log_loss_sum += loss_value;
+        state.log_loss_sum += step.loss;
         ++state.log_steps;
 
         const double rate = (double)(state.step - first_step) / std::max(1e-9, now_seconds() - run_start);
-        log.progress(state.step, loss_value, rate);
+        log.progress(state.step, step.loss, rate);
         if (state.step % t.logging_steps == 0 || state.step == total_steps) {
             log.write({{"step", state.step}, {"epoch", epoch_now()},
                        {"loss", state.log_loss_sum / (double)state.log_steps}, {"learning_rate", lr},
-                       {"grad_norm", grad_norm}, {"seconds", now_seconds() - start}});
+                       {"grad_norm", step.grad_norm}, {"seconds", now_seconds() - start}});
             state.log_loss_sum = 0;
             state.log_steps = 0;
         }
         const bool last = state.step == total_steps;
         bool best = false;
-        if ((t.eval_steps > 0 ? state.step % t.eval_steps == 0 : epoch_done) || last) best = evaluate();
-        if ((t.save_steps > 0 ? state.step % t.save_steps == 0 : epoch_done) || last || (best && t.load_best_model_at_end))
+        if ((t.eval_steps > 0 ? state.step % t.eval_steps == 0 : step.epoch_done) || last) best = evaluate();
+        if ((t.save_steps > 0 ? state.step % t.save_steps == 0 : step.epoch_done) || last || (best && t.load_best_model_at_end))
             save();
     }
     if (last_evaluated != state.step) evaluate();  // a resumed run that was already complete

@@ -19,6 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/loader.h"
+#include "optim/adamw.h"
+#include "optim/param_groups.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"
 
@@ -43,6 +46,22 @@ struct TrainOptions {
 };
 
 TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options = {});
+
+// One optimizer step as train() takes it (bench_train times this too): the gradients of
+// gradient_accumulation_steps micro-batches in a row from the loader, across an epoch's end if
+// need be, each loss divided by their number before its backward pass, so that they add up to
+// the mean of the micro-batches' (with equal batches and a mean loss, that of one batch as large
+// as all of them; with one micro-batch nothing is divided); clipping at max_grad_norm; AdamW at
+// `lr`; gradients zeroed. A loss or gradient norm that is not finite stops it before AdamW, with
+// the reason in `bad`.
+struct StepResult {
+    double loss = 0;          // the mean of the micro-batches' losses
+    double grad_norm = 0;     // before clipping
+    bool epoch_done = false;  // one of the batches was the last of its epoch
+    std::string bad;          // why the step was not taken, else empty
+};
+StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const std::vector<ParamGroup>& groups,
+                          AdamW& optimizer, const TrainingSettings& training, double lr);
 
 // Async-signal-safe: asks the loop to stop after the current step and save a checkpoint
 // (SIGINT and SIGTERM handlers call it).
