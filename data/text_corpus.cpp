@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/document_slice.h"
 #include "data/text_file.h"
 
 namespace qdq {
@@ -98,6 +99,23 @@ void read_documents(const std::string& path, const std::function<bool(std::strin
     throw std::runtime_error(path + ": not a corpus file (*.jsonl[.gz] or *.txt[.gz])");
 }
 
+void read_document_slice(const std::string& spec, const std::function<bool(std::string_view text)>& visit) {
+    const DocumentSlice slice = parse_document_slice(spec);
+    if (slice.whole_file()) return read_documents(slice.path, visit);
+    int64_t count = -1;
+    if (slice.needs_count()) {
+        count = 0;
+        read_documents(slice.path, [&](std::string_view) { return ++count, true; });
+    }
+    const DocumentRange range = document_range(slice, count);
+    int64_t index = 0;
+    read_documents(slice.path, [&](std::string_view text) {
+        if (index >= range.end) return false;
+        const bool keep = index++ >= range.begin;
+        return !keep || visit(text);
+    });
+}
+
 int64_t sequence_count(const PackedSequences& packed) { return (int64_t)packed.starts.size() - 1; }
 
 int32_t sequence_length(const PackedSequences& packed, int64_t i) {
@@ -124,7 +142,7 @@ PackedSequences pack_documents(const std::vector<std::string>& files, const Word
     WordPieces pieces;
     for (const std::string& file : files) {
         if (packer.full()) break;
-        read_documents(file, [&](std::string_view text) {
+        read_document_slice(file, [&](std::string_view text) {
             tokenize(tokenizer, text, scratch, pieces);
             return packer.add(pieces.ids);
         });

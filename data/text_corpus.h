@@ -35,6 +35,11 @@ namespace qdq {
 // than those above.
 void read_documents(const std::string& path, const std::function<bool(std::string_view text)>& visit);
 
+// As read_documents, for a file named with a slice of its documents ("wiki.jsonl.gz[:98%]",
+// data/document_slice.h): only the documents in the slice are visited. A percentage slice
+// reads the file twice, once to count its documents.
+void read_document_slice(const std::string& spec, const std::function<bool(std::string_view text)>& visit);
+
 // The packed sequences, stored flat: ~40M tokens as std::vector<Encoding> would cost three
 // vectors per sequence; this is 4 bytes per token.
 struct PackedSequences {
@@ -47,7 +52,7 @@ int32_t sequence_length(const PackedSequences& packed, int64_t i);
 // Sequence i as the loader's collate() takes it: ids, token types 0, mask 1, no offsets.
 Encoding sequence_encoding(const PackedSequences& packed, int64_t i);
 
-// The documents of `files`, in order, packed as above. max_sequences >= 0 stops reading once
+// The documents of `files` (each may name a slice, as read_document_slice), in order, packed as above. max_sequences >= 0 stops reading once
 // that many full sequences are packed (-1: the whole corpus). Throws std::invalid_argument for
 // max_seq_length < 3 (no room for a token) and the reader's errors.
 PackedSequences pack_documents(const std::vector<std::string>& files, const WordPieceTokenizer& tokenizer,

@@ -53,10 +53,13 @@ LoadReport load_pretrained_weights(Module& model, const std::string& path) {
     return load_state_dict(model, tensors, file);
 }
 
-void save_pretrained(const Module& model, const BertConfig& config, const std::string& dir) {
+void save_pretrained(const Module& model, const BertConfig& config, const std::string& dir,
+                     const std::string& architecture) {
     fs::create_directories(dir);
+    nlohmann::json config_json = bert_config_to_json(config);
+    if (!architecture.empty()) config_json["architectures"] = {architecture};
     std::ofstream out(fs::path(dir) / "config.json");
-    out << bert_config_to_json(config).dump(2) << "\n";
+    out << config_json.dump(2) << "\n";
     if (!out) throw std::runtime_error("cannot write " + (fs::path(dir) / "config.json").string());
     save_safetensors((fs::path(dir) / "model.safetensors").string(), model.state_dict(), {{"format", "pt"}});
 }

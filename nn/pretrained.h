@@ -16,8 +16,11 @@ BertConfig load_pretrained_config(const std::string& path);
 // Loads the weights of a directory (model.safetensors), a .safetensors or an .h5 file.
 LoadReport load_pretrained_weights(Module& model, const std::string& path);
 
-// Writes config.json and model.safetensors (float32) into `dir`, creating it.
-void save_pretrained(const Module& model, const BertConfig& config, const std::string& dir);
+// Writes config.json and model.safetensors (float32) into `dir`, creating it. A non-empty
+// `architecture` ("BertForMaskedLM") is written as config.json's "architectures", which
+// transformers' AutoModel reads to pick the head.
+void save_pretrained(const Module& model, const BertConfig& config, const std::string& dir,
+                     const std::string& architecture = "");
 void save_hdf5(const Module& model, const BertConfig& config, const std::string& path);
 
 }  // namespace qdq::nn

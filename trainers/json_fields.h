@@ -30,6 +30,7 @@ public:
     // A nested object (empty when absent); read it with its own JsonFields.
     const nlohmann::json& section(const char* key);
     std::string path_of(const char* key) const;
+    const std::string& source() const { return source_; }
     [[noreturn]] void fail(const char* key, const std::string& what) const;
 
     void finish() const;

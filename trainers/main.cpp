@@ -26,6 +26,7 @@
 #include "trainers/pipeline.h"
 #include "trainers/run_precision.h"
 #include "trainers/export.h"
+#include "trainers/hf_export.h"
 #include "trainers/sweep.h"
 #include "trainers/sweep_report.h"
 #include "trainers/trainer.h"
@@ -48,6 +49,7 @@ const char* kUsage =
     "  sweep SWEEP       run a grid or random search over config keys, one run directory each\n"
     "  curves RUN_DIR    plot a run's training loss and evaluation metrics (SVG)\n"
     "  export CONFIG     write a checkpoint as an ONNX model (float, or QDQ when quantized)\n"
+    "  save-pretrained CONFIG  write a checkpoint as a Hugging Face directory\n"
     "\n"
     "options:\n"
     "  --version         print the version, the GEMM backends (FP32, bf16) and the CUDA status\n"
@@ -164,6 +166,11 @@ int run_export(const qdq::RunConfig& config, std::map<std::string, std::string>&
     return 0;
 }
 
+int run_save_pretrained(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
+    std::printf("%s\n", qdq::save_task_pretrained(config, options["--checkpoint"], options["--out"]).dump().c_str());
+    return 0;
+}
+
 const std::map<std::string, Command>& commands() {
     static const std::map<std::string, Command> table = {
         {"train",
@@ -243,6 +250,18 @@ const std::map<std::string, Command>& commands() {
           {},
           run_export,
           {"--target"}}},
+        {"save-pretrained",
+         {"usage: qdqtrain save-pretrained CONFIG --checkpoint PATH --out DIR [--set KEY=VALUE]...\n",
+          "Writes the float task model of CONFIG with the weights of PATH as a Hugging Face\n"
+          "directory: config.json, model.safetensors, vocab.txt and tokenizer_config.json, which\n"
+          "transformers' from_pretrained and this project's model.init both load.\n"
+          "\n"
+          "  --checkpoint PATH the weights (required)\n"
+          "  --out DIR         the directory to write (required)\n",
+          {"--checkpoint", "--out"},
+          {},
+          run_save_pretrained,
+          {}}},
     };
     return table;
 }

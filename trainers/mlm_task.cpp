@@ -42,7 +42,11 @@ public:
                                      std::to_string(model_config_.vocab_size));
         const DataSettings& d = config.data;
         if (data.train) train_ = read_sequences("train_files", d.train_files, d.max_train_examples);
-        if (data.eval) eval_ = read_sequences("eval_files", d.eval_files, d.max_eval_examples);
+        if (data.eval && d.eval_sets.empty())
+            eval_.push_back({"", read_sequences("eval_files", d.eval_files, d.max_eval_examples)});
+        if (data.eval)
+            for (const EvalSet& set : d.eval_sets)
+                eval_.push_back({set.name, read_sequences("eval_files." + set.name, set.files, d.max_eval_examples)});
     }
 
     nn::Module& model() override { return model_; }
@@ -60,38 +64,32 @@ public:
         return nn::BertForMaskedLM::loss(out.logits, out.labels);
     }
 
-    // The masks come from a fresh Rng(training.seed) drawn in eval_batches' order, which the
-    // batch size does not change: every evaluation masks the same tokens, so eval_loss is
-    // comparable between evaluations, and data_rng is left alone. The loss is the mean over
-    // masked tokens (not over batches), so the batch size does not change it either.
+    // Each evaluation set is masked from a fresh Rng(training.seed) drawn in eval_batches'
+    // order, which the batch size does not change: every evaluation masks the same tokens, so
+    // eval_loss is comparable between evaluations, and data_rng is left alone. Losses are means
+    // over masked tokens (not over batches), so the batch size does not change them either.
+    // Named sets (data.eval_files as an object) report "<name>_loss" and so on beside the
+    // totals over all of them.
     nlohmann::json evaluate(int64_t batch_size) override {
         const bool was_training = model_.is_training();
         model_.eval();
         NoGradGuard no_grad;
-        Rng rng(config_.training.seed);
-        double loss_sum = 0;
-        int64_t masked = 0, correct = 0;
-        for (const std::vector<int64_t>& indices : eval_batches(lengths_of(eval_), batch_size)) {
-            Batch batch = collate_sequences(eval_, indices);
-            Tensor labels = empty(batch.input_ids.shape(), DType::I32);
-            for (int64_t r = 0; r < (int64_t)indices.size(); ++r) mask_row(batch, labels, r, rng);
-            nn::MaskedLMLogits out = model_.forward_masked(inputs_of(batch), labels);
-            const int64_t M = out.labels.numel(), V = out.logits.size(-1);
-            if (M == 0) continue;
-            loss_sum += (double)nn::BertForMaskedLM::loss(out.logits, out.labels).item() * (double)M;
-            const float* logits = out.logits.f32();
-            for (int64_t m = 0; m < M; ++m) {
-                const float* row = logits + m * V;
-                correct += std::max_element(row, row + V) - row == out.labels.i32()[m];
-            }
-            masked += M;
+        MaskedScore total;
+        nlohmann::json metrics;
+        for (const NamedSequences& set : eval_) {
+            const MaskedScore score = score_set(set.sequences, batch_size);
+            if (!set.name.empty()) score.write(metrics, set.name + "_", sequence_count(set.sequences));
+            total.add(score);
         }
         model_.train(was_training);
-        const double loss = masked > 0 ? loss_sum / (double)masked : 0.0;
-        return {{"eval_loss", loss},
-                {"perplexity", std::exp(loss)},
-                {"mlm_accuracy", masked > 0 ? (double)correct / (double)masked : 0.0},
-                {"eval_examples", sequence_count(eval_)}};
+        int64_t examples = 0;
+        for (const NamedSequences& set : eval_) examples += sequence_count(set.sequences);
+        total.write(metrics, "", examples);
+        for (const char* key : {"loss", "examples"}) {  // the names every task's totals have
+            metrics[std::string("eval_") + key] = metrics[key];
+            metrics.erase(key);
+        }
+        return metrics;
     }
 
     std::string main_metric() const override { return "eval_loss"; }
@@ -105,6 +103,51 @@ public:
     }
 
 private:
+    struct NamedSequences {
+        std::string name;  // empty: the one unnamed set of eval_files
+        PackedSequences sequences;
+    };
+
+    // Masked-token sums of one evaluation set.
+    struct MaskedScore {
+        double loss_sum = 0;
+        int64_t masked = 0, correct = 0;
+
+        void add(const MaskedScore& other) {
+            loss_sum += other.loss_sum;
+            masked += other.masked;
+            correct += other.correct;
+        }
+        void write(nlohmann::json& metrics, const std::string& prefix, int64_t examples) const {
+            const double loss = masked > 0 ? loss_sum / (double)masked : 0.0;
+            metrics[prefix + "loss"] = loss;
+            metrics[prefix + "perplexity"] = std::exp(loss);
+            metrics[prefix + "mlm_accuracy"] = masked > 0 ? (double)correct / (double)masked : 0.0;
+            metrics[prefix + "examples"] = examples;
+        }
+    };
+
+    MaskedScore score_set(const PackedSequences& sequences, int64_t batch_size) {
+        Rng rng(config_.training.seed);
+        MaskedScore score;
+        for (const std::vector<int64_t>& indices : eval_batches(lengths_of(sequences), batch_size)) {
+            Batch batch = collate_sequences(sequences, indices);
+            Tensor labels = empty(batch.input_ids.shape(), DType::I32);
+            for (int64_t r = 0; r < (int64_t)indices.size(); ++r) mask_row(batch, labels, r, rng);
+            nn::MaskedLMLogits out = model_.forward_masked(inputs_of(batch), labels);
+            const int64_t M = out.labels.numel(), V = out.logits.size(-1);
+            if (M == 0) continue;
+            score.loss_sum += (double)nn::BertForMaskedLM::loss(out.logits, out.labels).item() * (double)M;
+            const float* logits = out.logits.f32();
+            for (int64_t m = 0; m < M; ++m) {
+                const float* row = logits + m * V;
+                score.correct += std::max_element(row, row + V) - row == out.labels.i32()[m];
+            }
+            score.masked += M;
+        }
+        return score;
+    }
+
     std::runtime_error no_exported_form() const {
         return std::runtime_error(config_.source + ": data.task mlm has no exported form to evaluate elsewhere; "
                                                    "use evaluate for its loss");
@@ -146,7 +189,8 @@ private:
     nn::BertForMaskedLM model_;
     WordPieceTokenizer tokenizer_;
     MlmMasking masking_;
-    PackedSequences train_, eval_;
+    PackedSequences train_;
+    std::vector<NamedSequences> eval_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "data/data_dir.h"
+#include "data/document_slice.h"
 #include "nn/bert_config.h"
 #include "quant/qdq_placement.h"
 #include "trainers/json_fields.h"
@@ -49,6 +50,81 @@ void check_positive(const JsonFields& f, const char* key, double v) {
     if (!(v > 0)) f.fail(key, "must be positive");
 }
 
+// One list of corpus files: resolved against data_dir, each checked to exist (its document
+// slice, data/document_slice.h, parsed and removed for the check; slices are mlm's only).
+void resolve_files(const JsonFields& data, const char* key, const DataSettings& d, std::vector<std::string>& files) {
+    for (std::string& f : files) {
+        f = resolve(d.data_dir, f);
+        DocumentSlice slice;
+        try {
+            slice = parse_document_slice(f);
+        } catch (const std::invalid_argument& e) {
+            data.fail(key, e.what());
+        }
+        if (!slice.whole_file() && d.task != "mlm")
+            data.fail(key, "a [begin:end] slice of documents is for data.task mlm: " + f);
+        if (!fs::exists(slice.path)) data.fail(key, "names a missing file: " + slice.path);
+    }
+}
+
+// data.eval_files as {"name": files, ...}: named evaluation sets, as Hugging Face's dict of
+// eval_dataset (trainers/run_config.h).
+void read_eval_sets(JsonFields& data, DataSettings& d) {
+    nlohmann::json value;
+    data.read("eval_files", value);
+    if (!value.is_object()) {
+        data.read("eval_files", d.eval_files);
+        return;
+    }
+    if (d.task != "mlm") data.fail("eval_files", "named evaluation sets ({\"name\": files}) are for data.task mlm");
+    if (value.empty()) data.fail("eval_files", "names no evaluation set");
+    JsonFields sets(value, data.path_of("eval_files"), data.source());
+    for (const auto& [name, files] : value.items()) {
+        if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+            data.fail("eval_files", "set name '" + name + "' must be lowercase letters, digits and _ (it names metrics)");
+        std::vector<std::string> paths;
+        sets.read(name.c_str(), paths);
+        d.eval_sets.push_back({name, paths});
+    }
+}
+
+DataSettings parse_data_settings(const nlohmann::json& section, const std::string& source) {
+    JsonFields data(section, "data", source);
+    DataSettings d;
+    data.read("task", d.task);
+    if (d.task != "classification" && d.task != "squad" && d.task != "mlm")
+        data.fail("task", "must be classification, squad or mlm, got '" + d.task + "'");
+    data.read("dataset", d.dataset);
+    static const std::set<std::string> presets = {"nli", "headerless_nli", "sick", "rte", "sst2", "imdb"};
+    if (d.task == "classification" && !presets.count(d.dataset))
+        data.fail("dataset", "must be one of nli, headerless_nli, sick, rte, sst2, imdb; got '" + d.dataset + "'");
+    d.data_dir = data_dir();
+    data.read("data_dir", d.data_dir);
+    data.read("train_files", d.train_files);
+    read_eval_sets(data, d);
+    data.read("vocab", d.vocab);
+    data.read("do_lower_case", d.do_lower_case);
+    data.read("max_seq_length", d.max_seq_length);
+    data.read("doc_stride", d.doc_stride);
+    data.read("max_train_examples", d.max_train_examples);
+    data.read("max_eval_examples", d.max_eval_examples);
+    data.read("squad_eval_fraction", d.squad_eval_fraction);
+    data.read("squad_split_seed", d.squad_split_seed);
+    data.read("mlm_probability", d.mlm_probability);
+    data.finish();
+    resolve_files(data, "train_files", d, d.train_files);
+    resolve_files(data, "eval_files", d, d.eval_files);
+    for (EvalSet& set : d.eval_sets) resolve_files(data, "eval_files", d, set.files);
+    d.vocab = resolve(d.data_dir, d.vocab);
+    if (!fs::exists(d.vocab)) data.fail("vocab", "names a missing file: " + d.vocab);
+    if (d.max_seq_length < 8) data.fail("max_seq_length", "must be at least 8");
+    if (d.task == "squad" && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
+        data.fail("doc_stride", "must be in (0, max_seq_length)");
+    if (d.squad_eval_fraction < 0 || d.squad_eval_fraction >= 1) data.fail("squad_eval_fraction", "must be in [0, 1)");
+    if (d.mlm_probability <= 0 || d.mlm_probability >= 1) data.fail("mlm_probability", "must be in (0, 1)");
+    return d;
+}
+
 }  // namespace
 
 RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source, const std::string& base_dir) {
@@ -75,42 +151,7 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     if (c.model.config.is_null() && c.model.init.empty())
         throw std::runtime_error(source + ": 'model' needs a config or an init checkpoint");
 
-    JsonFields data(root.section("data"), "data", source);
-    DataSettings& d = c.data;
-    data.read("task", d.task);
-    if (d.task != "classification" && d.task != "squad" && d.task != "mlm")
-        data.fail("task", "must be classification, squad or mlm, got '" + d.task + "'");
-    data.read("dataset", d.dataset);
-    static const std::set<std::string> presets = {"nli", "headerless_nli", "sick", "rte", "sst2", "imdb"};
-    if (d.task == "classification" && !presets.count(d.dataset))
-        data.fail("dataset", "must be one of nli, headerless_nli, sick, rte, sst2, imdb; got '" + d.dataset + "'");
-    d.data_dir = data_dir();
-    data.read("data_dir", d.data_dir);
-    data.read("train_files", d.train_files);
-    data.read("eval_files", d.eval_files);
-    data.read("vocab", d.vocab);
-    data.read("do_lower_case", d.do_lower_case);
-    data.read("max_seq_length", d.max_seq_length);
-    data.read("doc_stride", d.doc_stride);
-    data.read("max_train_examples", d.max_train_examples);
-    data.read("max_eval_examples", d.max_eval_examples);
-    data.read("squad_eval_fraction", d.squad_eval_fraction);
-    data.read("squad_split_seed", d.squad_split_seed);
-    data.read("mlm_probability", d.mlm_probability);
-    data.finish();
-    for (std::string& f : d.train_files) f = resolve(d.data_dir, f);
-    for (std::string& f : d.eval_files) f = resolve(d.data_dir, f);
-    d.vocab = resolve(d.data_dir, d.vocab);
-    for (const std::string& f : d.train_files)
-        if (!fs::exists(f)) data.fail("train_files", "names a missing file: " + f);
-    for (const std::string& f : d.eval_files)
-        if (!fs::exists(f)) data.fail("eval_files", "names a missing file: " + f);
-    if (!fs::exists(d.vocab)) data.fail("vocab", "names a missing file: " + d.vocab);
-    if (d.max_seq_length < 8) data.fail("max_seq_length", "must be at least 8");
-    if (d.task == "squad" && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
-        data.fail("doc_stride", "must be in (0, max_seq_length)");
-    if (d.squad_eval_fraction < 0 || d.squad_eval_fraction >= 1) data.fail("squad_eval_fraction", "must be in [0, 1)");
-    if (d.mlm_probability <= 0 || d.mlm_probability >= 1) data.fail("mlm_probability", "must be in (0, 1)");
+    c.data = parse_data_settings(root.section("data"), source);
 
     JsonFields training(root.section("training"), "training", source);
     TrainingSettings& t = c.training;
@@ -226,6 +267,17 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
     return parse_run_config(raw, path, base.empty() ? "." : base);
 }
 
+namespace {
+
+nlohmann::json eval_files_json(const DataSettings& d) {
+    if (d.eval_sets.empty()) return d.eval_files;
+    nlohmann::json sets = nlohmann::json::object();
+    for (const EvalSet& set : d.eval_sets) sets[set.name] = set.files;
+    return sets;
+}
+
+}  // namespace
+
 nlohmann::json run_config_to_json(const RunConfig& c) {
     const DataSettings& d = c.data;
     const TrainingSettings& t = c.training;
@@ -233,7 +285,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
         {"model", {{"config", c.model.config}, {"init", c.model.init}}},
         {"data",
          {{"task", d.task}, {"dataset", d.dataset}, {"train_files", d.train_files},
-          {"eval_files", d.eval_files}, {"data_dir", d.data_dir}, {"vocab", d.vocab},
+          {"eval_files", eval_files_json(d)}, {"data_dir", d.data_dir}, {"vocab", d.vocab},
           {"do_lower_case", d.do_lower_case}, {"max_seq_length", d.max_seq_length},
           {"doc_stride", d.doc_stride}, {"max_train_examples", d.max_train_examples},
           {"max_eval_examples", d.max_eval_examples}, {"squad_eval_fraction", d.squad_eval_fraction},

@@ -31,6 +31,12 @@
 // files together); eval_files must then be empty, an error otherwise, as one evaluation set
 // named twice is a mistake. max_*_examples count questions and apply to each part after the
 // split.
+// Masked-LM (task mlm) reads corpus files, each of which may name a slice of its documents,
+// "wiki.jsonl.gz[:98%]" (data/document_slice.h), so that one file gives a training part and a
+// held-out part. Its eval_files may also be named sets, as Hugging Face's Trainer takes a dict
+// of eval datasets: {"imdb": "imdb/imdb_test.jsonl.gz", "wiki": "wiki/x.jsonl.gz[98%:]"} reports
+// eval_imdb_loss, eval_wiki_loss and so on, and eval_loss over all sets' masked tokens
+// together; max_eval_examples then applies to each set.
 // Paths in "data" are relative to data.data_dir (default: the data directory, see
 // data/data_dir.h); paths in "model" are relative to the config file's folder.
 #pragma once
@@ -49,10 +55,17 @@ struct ModelSettings {
     std::string init;       // resolved path, or empty
 };
 
+// One named evaluation set: data.eval_files given as {"name": files, ...}.
+struct EvalSet {
+    std::string name;
+    std::vector<std::string> files;  // resolved paths
+};
+
 struct DataSettings {
     std::string task = "classification";
     std::string dataset = "nli";
     std::vector<std::string> train_files, eval_files;  // resolved paths
+    std::vector<EvalSet> eval_sets;                    // mlm: eval_files as named sets, eval_files empty
     std::string data_dir;                              // resolved
     std::string vocab = "vocab/bert-base-uncased-vocab.txt";
     bool do_lower_case = true;

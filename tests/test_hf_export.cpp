@@ -1,0 +1,125 @@
+// `qdqtrain save-pretrained`: a task model written as a Hugging Face directory reloads into the
+// same logits here, and a PyTorch BERT that is not this project's (the fixture script's) fed
+// the directory computes them too. The weights are the masked-LM fixture's, far from any
+// initialisation, so a tensor under a wrong name or transposed changes the logits visibly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "autograd/tape.h"
+#include "nn/heads.h"
+#include "nn/pretrained.h"
+#include "tests/support/temp_dir.h"
+#include "trainers/hf_export.h"
+#include "trainers/run_config.h"
+
+namespace qdq {
+namespace {
+
+using testing::TempDir;
+
+const std::string kFixtures = QDQ_FIXTURE_DIR;
+const std::string kWeights = kFixtures + "/bert_tiny/mlm.safetensors";
+const std::string kVocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\n";
+
+RunConfig mlm_config(const TempDir& dir, const nlohmann::json& quantization = nullptr) {
+    dir.write("vocab.txt", kVocab);
+    nlohmann::json raw = {
+        {"model", {{"config", kFixtures + "/bert_tiny/config.json"}}},
+        {"data", {{"task", "mlm"}, {"data_dir", dir.path().string()}, {"vocab", "vocab.txt"}, {"do_lower_case", false}, {"max_seq_length", 32}}},
+        {"training", {{"output_dir", (dir.path() / "out").string()}}}};
+    if (!quantization.is_null()) raw["quantization"] = quantization;
+    return parse_run_config(raw, "run.json", ".");
+}
+
+// Two rows of nine tokens, the second padded after six.
+nn::BertInputs test_inputs() {
+    std::vector<int32_t> ids(18), mask(18, 1);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int32_t)(1 + (i * 37) % 98);
+    for (size_t t = 6; t < 9; ++t) mask[9 + t] = 0, ids[9 + t] = 0;
+    return {from_ints({2, 9}, ids), Tensor(), from_ints({2, 9}, mask)};
+}
+
+Tensor logits_of(const std::string& path) {
+    Rng init(7);
+    nn::BertForMaskedLM model(nn::load_pretrained_config(path == kWeights ? kFixtures + "/bert_tiny" : path), init);
+    const nn::LoadReport report = nn::load_pretrained_weights(model, path);
+    EXPECT_TRUE(report.missing.empty() && report.unexpected.empty()) << path << report.summary();
+    model.eval();
+    NoGradGuard no_grad;
+    return model.forward(test_inputs());
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(SavePretrained, TheDirectoryReloadsToTheSameLogits) {
+    TempDir dir;
+    const std::string out = (dir.path() / "hf").string();
+    const nlohmann::json summary = save_task_pretrained(mlm_config(dir), kWeights, out);
+    EXPECT_EQ(summary["architecture"], "BertForMaskedLM");
+    EXPECT_EQ(logits_of(out).to_vector(), logits_of(kWeights).to_vector());
+
+    const nlohmann::json config = read_json_file(out + "/config.json");
+    EXPECT_EQ(config["architectures"], nlohmann::json::array({"BertForMaskedLM"}));
+    EXPECT_EQ(config["model_type"], "bert");
+    EXPECT_EQ(read_text(out + "/vocab.txt"), kVocab);
+    const nlohmann::json tokenizer = read_json_file(out + "/tokenizer_config.json");
+    EXPECT_EQ(tokenizer["tokenizer_class"], "BertTokenizer");
+    EXPECT_EQ(tokenizer["do_lower_case"], false);
+}
+
+// Debian's python3-torch is under /usr/bin/python3 (a pyenv python3 earlier in PATH has no
+// torch). CI must run this test: there a missing torch is a failure, elsewhere a skip.
+bool have_torch() {
+    return std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0;
+}
+
+TEST(SavePretrained, APyTorchBertFedTheDirectoryComputesTheSameLogits) {
+    if (!have_torch()) {
+        const char* ci = std::getenv("CI");
+        if (ci && std::string(ci) == "true") FAIL() << "no /usr/bin/python3 with torch; CI=true, so this is a failure";
+        GTEST_SKIP() << "no /usr/bin/python3 with torch (Debian: apt-get install python3-torch)";
+    }
+    TempDir dir;
+    const std::string out = (dir.path() / "hf").string();
+    save_task_pretrained(mlm_config(dir), kWeights, out);
+    const nn::BertInputs in = test_inputs();
+    nlohmann::json inputs = {{"input_ids", nlohmann::json::array()}, {"attention_mask", nlohmann::json::array()}};
+    for (int64_t b = 0; b < 2; ++b) {
+        inputs["input_ids"].push_back(std::vector<int32_t>(in.input_ids.i32() + b * 9, in.input_ids.i32() + b * 9 + 9));
+        inputs["attention_mask"].push_back(
+            std::vector<int32_t>(in.attention_mask.i32() + b * 9, in.attention_mask.i32() + b * 9 + 9));
+    }
+    write_json_file(dir.write("inputs.json", ""), inputs);
+    const std::string command = "cd '" + kFixtures + "' && /usr/bin/python3 bert_mlm_logits.py '" + out + "' '" +
+                                (dir.path() / "inputs.json").string() + "' '" +
+                                (dir.path() / "torch.json").string() + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    const nlohmann::json torch = read_json_file((dir.path() / "torch.json").string());
+    const Tensor ours = logits_of(out);
+    ASSERT_EQ(torch["shape"], nlohmann::json(ours.shape()));
+    const std::vector<float> theirs = torch["logits"].get<std::vector<float>>(), mine = ours.to_vector();
+    float worst = 0;
+    for (size_t i = 0; i < mine.size(); ++i) worst = std::max(worst, std::fabs(mine[i] - theirs[i]));
+    EXPECT_LE(worst, 1e-4f) << "largest |ours - PyTorch| over " << mine.size() << " logits";
+}
+
+TEST(SavePretrained, AQuantizedConfigIsRefused) {
+    TempDir dir;
+    const RunConfig config = mlm_config(dir, {{"calibrator", "max"}});
+    try {
+        save_task_pretrained(config, kWeights, (dir.path() / "hf").string());
+        ADD_FAILURE() << "a quantized config was written";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("run.json: quantization"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "hf"));
+}
+
+}  // namespace
+}  // namespace qdq
