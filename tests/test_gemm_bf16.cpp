@@ -86,6 +86,8 @@ TEST(GemmBf16, LargeShapesAcrossBlocksAndThreads) {
     for (Bf16Kernel kernel : kernels) {
         check_gemm_bf16(kernel, false, true, 410, 530, 97, 1.0f, 0.0f);    // rows split
         check_gemm_bf16(kernel, true, false, 20, 600, 520, -2.0f, 0.25f);  // columns split
+        // Three depth blocks, each A block reused by two column blocks; beta on the first only.
+        check_gemm_bf16(kernel, true, true, 60, 530, 1600, 1.0f, 0.5f);
     }
 }
 
