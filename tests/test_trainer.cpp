@@ -2,7 +2,7 @@
 // learns; a run stopped (in process, or by SIGKILL to the qdqtrain binary) and resumed ends
 // bit-identical to a run never stopped (with bf16 products too); bf16 without a kernel is FP32;
 // a NaN loss stops the run and keeps the last checkpoint;
-// the schedule reaches the optimizer; a changed config refuses to resume; the CLI's exit codes.
+// the schedule reaches the optimizer; the input tokens seen are counted; a changed config refuses to resume; the CLI's exit codes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,6 +12,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "io/hdf5_weights.h"
@@ -143,6 +146,30 @@ TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
     nlohmann::json saved;
     std::ifstream(run / "eval_results.json") >> saved;
     EXPECT_EQ(fresh->evaluate(16), saved);
+}
+
+// Every training example is read once an epoch, so after whole epochs num_input_tokens_seen is
+// the epochs times the training set's tokens, counted here from the TSV: its words (each one in
+// the vocabulary, one token each) plus [CLS] and [SEP].
+TEST(Trainer, CountsTheInputTokensSeen) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    int64_t epoch_tokens = 0;
+    std::ifstream tsv(dir.path() / "train.tsv");
+    std::string row;
+    std::getline(tsv, row);  // the header
+    while (std::getline(tsv, row)) {
+        std::istringstream sentence(row.substr(0, row.find('\t')));
+        epoch_tokens += 2 + std::distance(std::istream_iterator<std::string>(sentence), {});
+    }
+    nlohmann::json raw = tiny_config(dir, "run");
+    raw["training"]["max_steps"] = 16;  // two epochs of 8 batches
+    raw["training"]["logging_steps"] = 8;
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    std::map<int64_t, int64_t> seen;
+    for (const nlohmann::json& r : records(dir.path() / "run"))
+        if (r.contains("loss")) seen[r["step"].get<int64_t>()] = r["num_input_tokens_seen"].get<int64_t>();
+    EXPECT_EQ(seen, (std::map<int64_t, int64_t>{{8, epoch_tokens}, {16, 2 * epoch_tokens}}));
 }
 
 // The first update uses lr(0) = 0 (warmup), then HF's linear warmup and decay:

@@ -26,7 +26,8 @@ nlohmann::json state_to_json(const TrainerState& s) {
                         {"best_checkpoint", s.best_checkpoint},
                         {"log_loss_sum", s.log_loss_sum},
                         {"log_steps", s.log_steps},
-                        {"seconds", s.seconds}};
+                        {"seconds", s.seconds},
+                        {"num_input_tokens_seen", s.input_tokens_seen}};
     j["best_metric"] = s.best_metric ? nlohmann::json(*s.best_metric) : nlohmann::json();
     return j;
 }
@@ -43,6 +44,7 @@ TrainerState state_from_json(const nlohmann::json& j) {
     s.log_loss_sum = j.at("log_loss_sum").get<double>();
     s.log_steps = j.at("log_steps").get<int64_t>();
     s.seconds = j.at("seconds").get<double>();
+    s.input_tokens_seen = j.value("num_input_tokens_seen", (int64_t)-1);
     return s;
 }
 

@@ -31,6 +31,10 @@ struct TrainerState {
     double log_loss_sum = 0;
     int64_t log_steps = 0;
     double seconds = 0;  // training time so far, over every run of it
+    // Training tokens read so far, padding excluded (HF's num_input_tokens_seen counts the
+    // padded batch; packed masked-LM sequences have no padding, so there the two agree).
+    // -1: unknown, for a checkpoint written before it was counted.
+    int64_t input_tokens_seen = 0;
 };
 
 struct Checkpoint {

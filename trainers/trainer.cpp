@@ -87,6 +87,7 @@ StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const 
     for (int64_t i = 0; i < micro_batches; ++i) {
         while (!loader.next(batch)) {}  // an epoch's end: the loader moves to the next one
         out.epoch_done = out.epoch_done || loader.position().index >= loader.size();
+        out.examples.insert(out.examples.end(), batch.begin(), batch.end());
         Tensor loss = task.train_loss(batch, data_rng);
         if (micro_batches > 1) loss = mul_scalar(loss, 1.0f / (float)micro_batches);
         const double value = loss.item();
@@ -124,8 +125,8 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     loader_options.seed = t.seed;
     loader_options.group_by_length = t.group_by_length;
     if (task.train_size() == 0) throw std::runtime_error(config.source + ": the training set is empty");
-    BatchLoader loader(task.train_size(), loader_options,
-                       t.group_by_length ? task.train_lengths() : std::vector<int32_t>{});
+    const std::vector<int32_t> lengths = task.train_lengths();
+    BatchLoader loader(task.train_size(), loader_options, t.group_by_length ? lengths : std::vector<int32_t>{});
     const int64_t total_steps = total_train_steps(t, loader.batches_per_epoch());
     ScheduleOptions schedule;
     from_json({{"name", t.lr_scheduler_type}, {"base_lr", t.learning_rate}, {"warmup_steps", t.warmup_steps},
@@ -190,6 +191,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         last_metrics = task.evaluate(t.per_device_eval_batch_size);
         last_evaluated = state.step;
         nlohmann::json record = {{"step", state.step}, {"epoch", epoch_now()}};
+        if (state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = state.input_tokens_seen;
         for (const auto& [key, value] : last_metrics.items())
             record[key.rfind("eval_", 0) == 0 ? key : "eval_" + key] = value;
         log.write(record);
@@ -221,15 +223,19 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
             return {TrainStatus::diverged, state.step, last_metrics, message};
         }
         ++state.step;
+        if (state.input_tokens_seen >= 0)
+            for (int64_t i : step.examples) state.input_tokens_seen += lengths[(size_t)i];
         state.log_loss_sum += step.loss;
         ++state.log_steps;
 
         const double rate = (double)(state.step - first_step) / std::max(1e-9, now_seconds() - run_start);
         log.progress(state.step, step.loss, rate);
         if (state.step % t.logging_steps == 0 || state.step == total_steps) {
-            log.write({{"step", state.step}, {"epoch", epoch_now()},
-                       {"loss", state.log_loss_sum / (double)state.log_steps}, {"learning_rate", lr},
-                       {"grad_norm", step.grad_norm}, {"seconds", now_seconds() - start}});
+            nlohmann::json record = {{"step", state.step}, {"epoch", epoch_now()},
+                                     {"loss", state.log_loss_sum / (double)state.log_steps}, {"learning_rate", lr},
+                                     {"grad_norm", step.grad_norm}, {"seconds", now_seconds() - start}};
+            if (state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = state.input_tokens_seen;
+            log.write(record);
             state.log_loss_sum = 0;
             state.log_steps = 0;
         }

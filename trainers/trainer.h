@@ -58,6 +58,7 @@ struct StepResult {
     double loss = 0;          // the mean of the micro-batches' losses
     double grad_norm = 0;     // before clipping
     bool epoch_done = false;  // one of the batches was the last of its epoch
+    std::vector<int64_t> examples;  // the training examples of every micro-batch
     std::string bad;          // why the step was not taken, else empty
 };
 StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const std::vector<ParamGroup>& groups,
