@@ -384,13 +384,16 @@ int main(int argc, char** argv) {
         }
         if (name == "curves") {
             // Not a config command: it reads a finished (or running) run directory.
-            if (argc < 3 || argc > 4 || argv[2][0] == '-') {
-                std::fprintf(stderr, "usage: qdqtrain curves RUN_DIR [PREFIX]\n"
+            std::vector<std::string> args(argv + 2, argv + argc);
+            const bool by_tokens = std::erase(args, std::string("--tokens")) > 0;
+            if (args.empty() || args.size() > 2 || args[0][0] == '-') {
+                std::fprintf(stderr, "usage: qdqtrain curves RUN_DIR [PREFIX] [--tokens]\n"
                                      "writes PREFIX_loss.svg (and PREFIX_eval.svg) from RUN_DIR/metrics.jsonl;\n"
-                                     "PREFIX defaults to RUN_DIR/curves\n");
+                                     "PREFIX defaults to RUN_DIR/curves; --tokens plots against the input\n"
+                                     "tokens seen instead of the step\n");
                 return 2;
             }
-            qdq::write_training_curves(argv[2], argc == 4 ? argv[3] : std::string(argv[2]) + "/curves");
+            qdq::write_training_curves(args[0], args.size() == 2 ? args[1] : args[0] + "/curves", by_tokens);
             return 0;
         }
         if (name == "sweep") {
