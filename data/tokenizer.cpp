@@ -60,6 +60,29 @@ void wordpiece(const WordPieceTokenizer& tokenizer, const NormalizedText& text, 
     }
 }
 
+struct SpecialMatch {
+    size_t begin;                 // where it starts; the text's size when none is left
+    const SpecialToken* token;    // null when none is left
+};
+
+// The leftmost special token at or after `from`, the longest one where two start together.
+SpecialMatch find_special(const WordPieceTokenizer& tokenizer, std::string_view text, size_t from) {
+    for (size_t at = text.find('[', from); at != std::string_view::npos; at = text.find('[', at + 1)) {
+        const SpecialToken* best = nullptr;
+        for (const SpecialToken& special : tokenizer.special_tokens)
+            if (text.substr(at).starts_with(special.text) && (!best || special.text.size() > best->text.size()))
+                best = &special;
+        if (best) return {at, best};
+    }
+    return {text.size(), nullptr};
+}
+
+uint32_t code_points(std::string_view utf8) {
+    uint32_t count = 0;
+    for (char c : utf8) count += ((unsigned char)c & 0xC0) != 0x80;
+    return count;
+}
+
 // Lengths the two texts keep (tokenizers' truncate_encodings with stride 0, from the right);
 // budget is max_length less the special tokens.
 void truncated_lengths(size_t max_length, size_t budget, Truncation truncation, bool has_second, size_t& n1,
@@ -160,18 +183,42 @@ WordPieceTokenizer load_wordpiece_tokenizer(const std::string& vocab_path, bool 
     t.cls_id = required_id(t.vocab, "[CLS]");
     t.sep_id = required_id(t.vocab, "[SEP]");
     t.pad_id = required_id(t.vocab, "[PAD]");
+    for (const char* special : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
+        if (const int32_t id = vocab_id(t.vocab, special); id >= 0) t.special_tokens.push_back({special, id});
     return t;
 }
 
 void tokenize(const WordPieceTokenizer& tokenizer, std::string_view text, NormalizedText& scratch,
               WordPieces& out) {
-    normalize_and_split(text, tokenizer.uncased, scratch);
     out.ids.clear();
     out.offsets.clear();
     out.byte_offsets.clear();
     std::string candidate;
     candidate.reserve(tokenizer.vocab.max_token_bytes);
-    for (const WordSpan& word : scratch.words) wordpiece(tokenizer, scratch, word, candidate, out);
+    // The text between special tokens is normalized and split on its own, its spans then moved
+    // to where it starts in the whole text.
+    SourceSpan at;  // the start of the current stretch, in bytes and code points
+    size_t begin = 0;
+    while (true) {
+        const SpecialMatch special = find_special(tokenizer, text, begin);
+        const std::string_view stretch = text.substr(begin, special.begin - begin);
+        normalize_and_split(stretch, tokenizer.uncased, scratch);
+        const size_t first_piece = out.ids.size();
+        for (const WordSpan& word : scratch.words) wordpiece(tokenizer, scratch, word, candidate, out);
+        for (size_t i = first_piece; i < out.ids.size(); ++i) {
+            out.offsets[i].begin += (int32_t)at.char_begin, out.offsets[i].end += (int32_t)at.char_begin;
+            out.byte_offsets[i].begin += (int32_t)at.byte_begin, out.byte_offsets[i].end += (int32_t)at.byte_begin;
+        }
+        if (!special.token) return;
+        at.char_begin += code_points(stretch);
+        at.byte_begin = (uint32_t)special.begin;
+        const uint32_t length = (uint32_t)special.token->text.size();  // ASCII: bytes = code points
+        push_piece(out, special.token->id, {at.byte_begin, at.byte_begin + length, at.char_begin, at.char_begin + length},
+                   {at.byte_begin, at.byte_begin + length, at.char_begin, at.char_begin + length});
+        at.byte_begin += length;
+        at.char_begin += length;
+        begin = at.byte_begin;
+    }
 }
 
 // Buffers that encode() reuses from call to call, one set per thread.

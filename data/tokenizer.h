@@ -23,8 +23,17 @@ struct TokenSpan {
     bool operator==(const TokenSpan&) const = default;
 };
 
+// A special token as Hugging Face's BertTokenizerFast adds it: matched in the raw text before
+// normalization, case-sensitive, wherever it occurs ("a[MASK]b" is a, [MASK], b; "[mask]" is
+// ordinary text).
+struct SpecialToken {
+    std::string text;
+    int32_t id = -1;
+};
+
 struct WordPieceTokenizer {
     Vocab vocab;
+    std::vector<SpecialToken> special_tokens;  // [PAD] [UNK] [CLS] [SEP], and [MASK] when the vocab has it
     bool uncased = true;  // lowercase and strip accents (bert-base-uncased); false for cased vocabs
     int32_t max_input_chars_per_word = 100;  // words longer than this (after normalization) become [UNK]
     int32_t unk_id = -1, cls_id = -1, sep_id = -1, pad_id = -1;
@@ -33,7 +42,8 @@ struct WordPieceTokenizer {
 // Throws std::runtime_error if the file is unreadable or malformed or lacks [UNK] [CLS] [SEP] [PAD].
 WordPieceTokenizer load_wordpiece_tokenizer(const std::string& vocab_path, bool uncased);
 
-// Tokens of one text, without special tokens.
+// Tokens of one text, without the [CLS]/[SEP] around it; special tokens written in the text
+// are kept as themselves (SpecialToken).
 struct WordPieces {
     std::vector<int32_t> ids;
     std::vector<TokenSpan> offsets;       // code points
