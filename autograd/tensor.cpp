@@ -12,13 +12,22 @@
 
 namespace qdq {
 
+void check(bool ok, const char* message) {
+    if (!ok) throw std::runtime_error(message);
+}
+
 void check(bool ok, const std::string& message) {
     if (!ok) throw std::runtime_error(message);
 }
 
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
-    check(a.shape() == b.shape(), std::string(op) + ": shapes differ, " + shape_str(a.shape()) +
-                                      " vs " + shape_str(b.shape()));
+    if (a.shape() != b.shape())
+        throw std::runtime_error(std::string(op) + ": shapes differ, " + shape_str(a.shape()) + " vs " +
+                                 shape_str(b.shape()));
+}
+
+float* grad_data_or_null(const Tensor& t) {
+    return t.defined() && t.requires_grad() ? t.grad_buffer().f32() : nullptr;
 }
 
 int64_t shape_numel(const Shape& shape) {
@@ -40,8 +49,8 @@ size_t dtype_size(DType) { return 4; }
 int64_t Tensor::size(int64_t axis) const {
     int64_t n = dim();
     if (axis < 0) axis += n;
-    check(axis >= 0 && axis < n, "axis " + std::to_string(axis) + " out of range for shape " +
-                                     shape_str(shape()));
+    if (axis < 0 || axis >= n)
+        throw std::runtime_error("axis " + std::to_string(axis) + " out of range for shape " + shape_str(shape()));
     return impl_->shape[(size_t)axis];
 }
 

@@ -84,7 +84,13 @@ Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values);
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 
-void check(bool ok, const std::string& message);  // throws std::runtime_error
+// Throw std::runtime_error(message) when !ok. The const char* form builds no std::string unless
+// it throws; a message put together with + is built on every call, so hot paths test first.
+void check(bool ok, const char* message);
+void check(bool ok, const std::string& message);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
+// The float gradient buffer of t when t requires grad (an undefined t does not), else null:
+// backward kernels skip the inputs that need no gradient.
+float* grad_data_or_null(const Tensor& t);
 
 }  // namespace qdq

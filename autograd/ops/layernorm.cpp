@@ -105,20 +105,16 @@ void layernorm_backward(float* dx, float* dx2, float* dgamma, float* dbeta, cons
     }
 }
 
-float* grad_ptr(const Tensor& t) {
-    return t.defined() && t.requires_grad() ? t.grad_buffer().f32() : nullptr;
-}
-
 void backward_rows(const Tensor& gy, const Tensor& in, const Tensor& mean, const Tensor& rstd,
                    const Tensor& x, const Tensor& residual, const Tensor& gamma,
                    const Tensor& beta) {
     int64_t C = in.size(-1), rows = in.numel() / C;
     // The kernel fills dx first and mirrors it into dx2, so pack the non-null ones first.
-    float* dx = grad_ptr(x);
-    float* dx2 = grad_ptr(residual);
+    float* dx = grad_data_or_null(x);
+    float* dx2 = grad_data_or_null(residual);
     if (!dx) std::swap(dx, dx2);
-    float* dgamma = grad_ptr(gamma);
-    float* dbeta = grad_ptr(beta);
+    float* dgamma = grad_data_or_null(gamma);
+    float* dbeta = grad_data_or_null(beta);
     int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
     std::vector<float> partials;
     if (dgamma || dbeta) partials.assign((size_t)(blocks * 2 * C), 0.0f);

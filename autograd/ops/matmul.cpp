@@ -98,8 +98,6 @@ void product_backward(const BatchedProduct& p, Device device, GemmFn gemm_fn, fl
         });
 }
 
-float* grad_ptr(const Tensor& t) { return t.requires_grad() ? t.grad_buffer().f32() : nullptr; }
-
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
@@ -139,7 +137,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
     }
     if (needs_grad({a, b}))
         record(y, [a, b, p, gemm_fn](const Tensor& gy) {
-            product_backward(p, a.device(), gemm_fn, grad_ptr(a), grad_ptr(b), gy.f32(), a.f32(),
+            product_backward(p, a.device(), gemm_fn, grad_data_or_null(a), grad_data_or_null(b), gy.f32(), a.f32(),
                              b.f32());
         });
     return y;
