@@ -4,7 +4,7 @@
 //
 //   node bench/bench_onnx.js DIR [--threads 2] [--rounds 3] [--shapes 32x128,1x128]
 //
-// Uses the onnxruntime-node that scripts/setup.sh installs under io/onnxruntime/node_modules.
+// Uses the onnxruntime-node that scripts/setup.sh installs under onnx/onnxruntime/node_modules.
 'use strict';
 
 const path = require('path');

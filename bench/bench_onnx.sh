@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ONNX Runtime CPU latency, FP32 against QDQ exports (both targets), of a random BERT-base-shaped
 # classifier at batch 32×128 and 1×128. Builds nothing: needs bench_onnx_export (ninja -C BUILD
-# bench_onnx_export) and io/onnxruntime/node_modules (scripts/setup.sh).
+# bench_onnx_export) and onnx/onnxruntime/node_modules (scripts/setup.sh).
 #
 # Usage: bench/bench_onnx.sh [BUILD_DIR]   (default: build)
 # Environment: THREADS=2, ROUNDS=3, SHAPES=32x128,1x128, MODEL_DIR=... (default: a temporary
@@ -16,7 +16,7 @@ if [[ ! -x $exporter ]]; then
     echo "bench_onnx.sh: $exporter not found; build it first (ninja -C $build bench_onnx_export)" >&2
     exit 1
 fi
-if [[ ! -d $here/../io/onnxruntime/node_modules/onnxruntime-node ]]; then
+if [[ ! -d $here/../onnx/onnxruntime/node_modules/onnxruntime-node ]]; then
     echo "bench_onnx.sh: onnxruntime-node missing; run scripts/setup.sh" >&2
     exit 1
 fi

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <string>
 
-#include "io/onnx_export.h"
+#include "onnx/onnx_export.h"
 #include "nn/heads.h"
 
 using namespace qdq;

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "autograd/rng.h"
-#include "quant/qdq_placement.h"
+#include "qdqbert/qdq_placement.h"
 
 namespace qdq::bench {
 

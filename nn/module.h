@@ -34,7 +34,7 @@ public:
 
     const std::vector<std::pair<std::string, Module*>>& children() const { return children_; }
 
-    // Fake quantizers, attached after construction by attach_bert_quantizers (quant/qdq_placement.h) under QDQBERT's
+    // Fake quantizers, attached after construction by attach_bert_quantizers (qdqbert/qdq_placement.h) under QDQBERT's
     // names ("_input_quantizer", "matmul_q_input_quantizer", ...). The amax becomes the buffer
     // "<name>._amax" (a parameter when the range is learned), so checkpoints carry it under
     // QDQBERT's state_dict keys. The returned pointer lives as long as the module.

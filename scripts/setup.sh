@@ -16,7 +16,7 @@ packages=(
   python3 python3-numpy python3-torch python3-onnx
 )
 
-# node and npm run ONNX Runtime for exported models (io/onnxruntime). A nodejs that ships its own npm
+# node and npm run ONNX Runtime for exported models (onnx/onnxruntime). A nodejs that ships its own npm
 # (NodeSource's) conflicts with Debian's npm package, so both are asked for only when missing.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
   packages+=(nodejs npm)
@@ -37,11 +37,11 @@ if ((${#missing[@]})); then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# ONNX Runtime for node, as pinned by io/onnxruntime/package-lock.json: the registry is reached here
+# ONNX Runtime for node, as pinned by onnx/onnxruntime/package-lock.json: the registry is reached here
 # and never by the tests. --ignore-scripts because onnxruntime-node's install script downloads
 # GPU binaries (and fails offline); the CPU library ships in the package itself. Skipped when
 # node_modules already matches the lock file (npm writes node_modules/.package-lock.json).
-onnx_dir=$root/io/onnxruntime
+onnx_dir=$root/onnx/onnxruntime
 if [[ ! -f $onnx_dir/node_modules/.package-lock.json || $onnx_dir/package-lock.json -nt $onnx_dir/node_modules/.package-lock.json ]]; then
   echo "setup.sh: installing onnxruntime-node into $onnx_dir/node_modules"
   (cd "$onnx_dir" && npm ci --ignore-scripts --no-audit --no-fund)

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <random>
 
-#include "quant/calibration.h"
-#include "quant/qdq_placement.h"
+#include "qdqbert/calibration.h"
+#include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"

@@ -1,5 +1,5 @@
 // Exports judged by programs no one here wrote: ONNX Runtime's CPU provider (onnxruntime-node,
-// through io/onnx_runtime.h) runs them, and python3-onnx's checker reads them.
+// through onnx/onnx_runtime.h) runs them, and python3-onnx's checker reads them.
 //   float exports against the framework's own eval forward (nn/heads.h);
 //   QDQ exports against reference_forward, the same forward fake-quantized at QDQBERT's points
 //   (tests/test_onnx_support.cpp), with synthetic ranges: per-tensor activations that clip,

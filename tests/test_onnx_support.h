@@ -1,6 +1,6 @@
 // What the ONNX export tests share: a tiny random BERT, padded batches, the fake-quantized
 // reference forward, and the two outside programs that judge an export: ONNX Runtime (through
-// io/onnx_runtime.h) and the python3-onnx checker.
+// onnx/onnx_runtime.h) and the python3-onnx checker.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "io/onnx_export.h"
-#include "io/onnx_runtime.h"
+#include "onnx/onnx_export.h"
+#include "onnx/onnx_runtime.h"
 #include "nn/bert.h"
 
 namespace qdq::testing {
@@ -39,7 +39,7 @@ std::vector<Tensor> framework_forward(const NamedTensors& state, const nn::BertC
 Tensor fake_quant(const Tensor& x, const std::vector<float>& amax);
 
 // The task model's forward written out with the framework's ops, fake-quantized wherever
-// `state` holds a QDQBERT `_amax` key (see io/onnx_export.h for the placement). `observed`, if
+// `state` holds a QDQBERT `_amax` key (see onnx/onnx_export.h for the placement). `observed`, if
 // given, receives max|x| at every activation quantizer point, keyed by its `_amax` key: a max
 // calibrator. Without any `_amax` key this is exactly framework_forward.
 std::vector<Tensor> reference_forward(const NamedTensors& state, const nn::BertConfig& config, OnnxHead head,
@@ -61,7 +61,7 @@ NamedTensors with_synthetic_ranges(const NamedTensors& state, const nn::BertConf
 // onnx.checker.check_model(full_check=True), else its complaint.
 std::string python_onnx_check(const std::string& model_path);
 
-// Skip (or under CI=true fail) when node with io/onnxruntime/node_modules/onnxruntime-node, or
+// Skip (or under CI=true fail) when node with onnx/onnxruntime/node_modules/onnxruntime-node, or
 // python3 with onnx, is missing. Through the macros, which also leave the test body.
 void require_onnxruntime();
 void require_python_onnx();

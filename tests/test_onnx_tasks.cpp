@@ -29,7 +29,7 @@
 #include "data/squad_postprocess.h"
 #include "data/squad_reader.h"
 #include "nn/heads.h"
-#include "quant/calibration.h"
+#include "qdqbert/calibration.h"
 #include "tests/support/data.h"
 #include "tests/support/run_files.h"
 #include "tests/support/run_qdqtrain.h"

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "io/onnx_runtime.h"
+#include "onnx/onnx_runtime.h"
 #include "nn/heads.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"

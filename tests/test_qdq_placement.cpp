@@ -1,4 +1,4 @@
-// QDQBERT's quantizer placement (quant/qdq_placement.h) against tests/fixtures/
+// QDQBERT's quantizer placement (qdqbert/qdq_placement.h) against tests/fixtures/
 // make_qdq_bert_reference.py: Hugging Face's QDQBERT restated in PyTorch with PQ's fake
 // quantization, on the tiny BERT of bert_tiny/ with padded inputs, in eval mode.
 //  - Names: the quantizers attached are QDQBERT's, and the state_dict (parameters and every
@@ -23,7 +23,7 @@
 #include "nn/heads.h"
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
-#include "quant/qdq_placement.h"
+#include "qdqbert/qdq_placement.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
 

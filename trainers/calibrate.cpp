@@ -9,8 +9,8 @@
 #include <map>
 
 #include "autograd/tape.h"
-#include "quant/calibration.h"
-#include "quant/qdq_placement.h"
+#include "qdqbert/calibration.h"
+#include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
 #include "trainers/calibration_report.h"
 #include "trainers/checkpoint.h"

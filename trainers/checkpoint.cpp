@@ -94,7 +94,7 @@ void load_model_weights(nn::Module& model, const std::string& path) {
     if (!checkpoint_run_config(path).is_null()) report = nn::load_state_dict(model, load_checkpoint(path).model, path);
     else report = nn::load_pretrained_weights(model, path);
     // Ranges missing from a float model are expected before calibration: one line, not one per
-    // quantizer. Training refuses to quantize without them (quant/calibration.h check_calibrated).
+    // quantizer. Training refuses to quantize without them (qdqbert/calibration.h check_calibrated).
     const auto is_range = [](const std::string& key) { return key.ends_with("_amax"); };
     const size_t ranges = (size_t)std::count_if(report.missing.begin(), report.missing.end(), is_range);
     report.missing.erase(std::remove_if(report.missing.begin(), report.missing.end(), is_range), report.missing.end());

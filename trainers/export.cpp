@@ -5,8 +5,8 @@
 
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
-#include "quant/calibration.h"
-#include "quant/qdq_placement.h"
+#include "qdqbert/calibration.h"
+#include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
 #include "trainers/task.h"
 

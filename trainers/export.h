@@ -1,4 +1,4 @@
-// `qdqtrain export`: a trained task model as an ONNX file (io/onnx_export.h). The model is built
+// `qdqtrain export`: a trained task model as an ONNX file (onnx/onnx_export.h). The model is built
 // as the run config describes it, so the head, num_labels and the quantizers are the task's: with
 // a "quantization" section the checkpoint's ranges (a calibrated or QAT checkpoint) become
 // QuantizeLinear → DequantizeLinear pairs at exactly the quantizers the training graph had;
@@ -9,14 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/onnx_export.h"
+#include "onnx/onnx_export.h"
 #include "trainers/run_config.h"
 
 namespace qdq {
 
 // Throws std::invalid_argument naming the config key when the ONNX export cannot write what
 // `config` describes: a task other than classification and squad, or quantizers other than
-// 8-bit signed with narrow_range false (io/onnx_export.h writes int8 Q/DQ, scale amax/127, range
+// 8-bit signed with narrow_range false (onnx/onnx_export.h writes int8 Q/DQ, scale amax/127, range
 // [-128, 127]: a narrow range would need a Clip, opset 13 has no other widths, and unsigned
 // ranges are not written), or weight ranges per channel over any axis but the output rows.
 void check_onnx_exportable(const RunConfig& config);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "io/onnx_runtime.h"
+#include "onnx/onnx_runtime.h"
 
 namespace qdq {
 

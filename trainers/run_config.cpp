@@ -8,7 +8,7 @@
 #include "data/data_dir.h"
 #include "data/document_slice.h"
 #include "nn/bert_config.h"
-#include "quant/qdq_placement.h"
+#include "qdqbert/qdq_placement.h"
 #include "trainers/json_fields.h"
 
 namespace qdq {

@@ -14,7 +14,7 @@
 //               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h)
-//   "quantization": (quant/qdq_placement.h) kept as given, checked
+//   "quantization": (qdqbert/qdq_placement.h) kept as given, checked
 //   "pipeline": qat_learning_rate_ratio (0.1: QAT at a tenth of the FP32 rate, the recipes' 1/10
 //               to 1/100), qat_num_train_epochs (default: the FP32 run's), calibration ("best",
 //               or a method name such as "percentile-99.99"), onnx_target ("onnxruntime-cpu" or

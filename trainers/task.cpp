@@ -6,7 +6,7 @@
 
 #include "autograd/tape.h"
 #include "nn/pretrained.h"
-#include "quant/qdq_placement.h"
+#include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
 
 namespace qdq {

@@ -33,7 +33,7 @@ struct TaskData {
     bool weights = true;
 };
 
-// A model's outputs for one batch, by the names the ONNX export gives them (io/onnx_export.h):
+// A model's outputs for one batch, by the names the ONNX export gives them (onnx/onnx_export.h):
 // "logits", or "start_logits" and "end_logits".
 using NamedOutputs = std::map<std::string, Tensor>;
 
@@ -42,7 +42,7 @@ public:
     virtual ~Task() = default;
 
     virtual nn::Module& model() = 0;
-    // The encoder inside model(), where quantizers sit (quant/qdq_placement.h).
+    // The encoder inside model(), where quantizers sit (qdqbert/qdq_placement.h).
     virtual nn::BertModel& encoder() = 0;
     // The model's config as the task built it (classification sets num_labels from the data).
     virtual const nn::BertConfig& model_config() const = 0;
@@ -85,7 +85,7 @@ nn::BertConfig task_model_config(const RunConfig& config);
 // Builds the task's model (HF initialisation from training.seed, then model.init's weights when
 // given and data.weights is set; missing weights are reported on stderr, as HF's from_pretrained
 // warns) and reads the data sets `data` asks for. Errors name the file and the config key. With
-// a "quantization" section the model gets its quantizers (quant/qdq_placement.h) before
+// a "quantization" section the model gets its quantizers (qdqbert/qdq_placement.h) before
 // model.init is read, so a calibrated checkpoint's ranges load with its weights.
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
 

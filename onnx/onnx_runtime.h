@@ -1,5 +1,5 @@
 // Running an exported model in ONNX Runtime's CPU provider, the runtime users deploy with and the
-// judge of every export: through io/onnxruntime/run_model.js and the onnxruntime-node that
+// judge of every export: through onnx/onnxruntime/run_model.js and the onnxruntime-node that
 // scripts/setup.sh installs there (Debian packages no ONNX Runtime for C or C++). Feeds and
 // outputs travel as JSON files beside the model, removed afterwards.
 #pragma once
@@ -34,7 +34,7 @@ OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vect
 // Empty when node can load onnxruntime-node, else why not and how to fix it.
 std::string onnxruntime_unavailable();
 
-// io/onnxruntime in the source tree: run_model.js and its node_modules.
+// onnx/onnxruntime in the source tree: run_model.js and its node_modules.
 std::string onnxruntime_dir();
 
 }  // namespace qdq

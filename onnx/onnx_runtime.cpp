@@ -1,4 +1,4 @@
-#include "io/onnx_runtime.h"
+#include "onnx/onnx_runtime.h"
 
 #include <sys/wait.h>
 

@@ -1,7 +1,7 @@
 // BERT as ONNX nodes, mirroring nn/bert.cpp and nn/heads.cpp line for line. Node names follow
 // the module that computes them ("layer.3.attention.self.query.matmul"); initializers keep
 // HF's state_dict keys, with ".transposed" on Linear weights stored [in, out] for MatMul.
-#include "io/onnx_export.h"
+#include "onnx/onnx_export.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include "io/onnx_graph.h"
+#include "onnx/onnx_graph.h"
 
 namespace qdq {
 

@@ -1,9 +1,9 @@
 // Runs an ONNX model with ONNX Runtime's CPU provider (onnxruntime-node, pinned in
 // package-lock.json) on a list of feeds, one after another, and writes each feed's outputs and
 // run time: the independent runtime that exported models are evaluated and checked in
-// (io/onnx_runtime.h). Inputs are int64 tensors, outputs float32.
+// (onnx/onnx_runtime.h). Inputs are int64 tensors, outputs float32.
 //
-//   node io/onnxruntime/run_model.js MODEL FEEDS.json OUTPUTS.json [--threads N] [--warmup N]
+//   node onnx/onnxruntime/run_model.js MODEL FEEDS.json OUTPUTS.json [--threads N] [--warmup N]
 //                                    [--optimized OPT.onnx] [--config KEY=VALUE]...
 //
 // FEEDS.json: [{"<input name>": {"dims": [2, 7], "data": [101, 2023, ...]}, ...}, ...]

@@ -1,4 +1,4 @@
-#include "quant/qdq_placement.h"
+#include "qdqbert/qdq_placement.h"
 
 #include <algorithm>
 #include <regex>

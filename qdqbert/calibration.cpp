@@ -1,10 +1,10 @@
-#include "quant/calibration.h"
+#include "qdqbert/calibration.h"
 
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
-#include "quant/qdq_placement.h"
+#include "qdqbert/qdq_placement.h"
 
 namespace qdq {
 

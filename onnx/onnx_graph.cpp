@@ -1,4 +1,4 @@
-#include "io/onnx_graph.h"
+#include "onnx/onnx_graph.h"
 
 #include <type_traits>
 
