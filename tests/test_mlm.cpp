@@ -17,12 +17,14 @@
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
 #include "tests/support/data.h"
+#include "tests/support/documents.h"
 #include "tests/support/temp_dir.h"
 #include "trainers/task.h"
 
 namespace qdq {
 namespace {
 
+using qdq::testing::documents_of;
 using testing::TempDir;
 using qdq::testing::expect_error;
 
@@ -37,15 +39,6 @@ void expect_binomial(int64_t count, int64_t trials, double p, const std::string&
 }
 
 MlmMasking test_masking(int32_t vocab) { return {0.15f, 4, vocab, {2, 3, 0}}; }
-
-std::vector<std::string> documents_of(const std::string& path) {
-    std::vector<std::string> out;
-    read_documents(path, [&](std::string_view text) {
-        out.emplace_back(text);
-        return true;
-    });
-    return out;
-}
 
 std::vector<std::vector<int32_t>> sequences_of(const PackedSequences& packed) {
     std::vector<std::vector<int32_t>> out;

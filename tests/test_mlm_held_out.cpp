@@ -9,6 +9,7 @@
 #include "data/document_slice.h"
 #include "data/text_corpus.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/documents.h"
 #include "tests/support/temp_dir.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"
@@ -17,6 +18,7 @@ namespace qdq {
 namespace {
 
 using qdq::testing::expect_error;
+using qdq::testing::documents_of;
 using testing::TempDir;
 
 // Ten documents "d0" ... "d9", with a blank line and an empty text that are not documents.
@@ -27,15 +29,6 @@ std::string ten_documents() {
         if (i == 3) jsonl += "\n{\"text\": \"\"}\n";
     }
     return jsonl;
-}
-
-std::vector<std::string> documents_of(const std::string& spec) {
-    std::vector<std::string> out;
-    read_document_slice(spec, [&](std::string_view text) {
-        out.emplace_back(text);
-        return true;
-    });
-    return out;
 }
 
 std::vector<std::string> numbered(int begin, int end) {
