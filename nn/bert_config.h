@@ -29,8 +29,9 @@ struct BertConfig {
     int head_dim() const { return hidden_size / num_attention_heads; }
 };
 
-// `where` names the source (a file path) in error messages.
-BertConfig bert_config_from_json(const nlohmann::json& j, const std::string& where);
+// Errors name `source` (a file) and the key under `path`, the object's dotted place in that
+// file ("model.config"; empty for a config.json of its own).
+BertConfig bert_config_from_json(const nlohmann::json& j, const std::string& source, const std::string& path = "");
 BertConfig load_bert_config(const std::string& path);  // a config.json file
 nlohmann::json bert_config_to_json(const BertConfig& config);
 

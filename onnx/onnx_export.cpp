@@ -12,10 +12,10 @@
 #include <set>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "json/json_fields.h"
 #include "onnx/onnx_graph.h"
 
 namespace qdq {
@@ -344,29 +344,7 @@ void validate(onnx::ModelProto& model) {
 
 }  // namespace
 
-const char* qdq_target_name(QdqTarget target) {
-    return target == QdqTarget::TensorRT ? "tensorrt" : "onnxruntime-cpu";
-}
-
-void from_json(const nlohmann::json& j, OnnxExportOptions& options) {
-    if (!j.is_object()) throw std::runtime_error("onnx export options: expected a JSON object, got " + j.dump());
-    OnnxExportOptions parsed;
-    for (const auto& [key, value] : j.items()) {
-        if (key != "target") throw std::runtime_error("onnx export options: unknown key '" + key + "' (expected target)");
-        if (value == "tensorrt")
-            parsed.target = QdqTarget::TensorRT;
-        else if (value == "onnxruntime-cpu")
-            parsed.target = QdqTarget::OnnxRuntimeCpu;
-        else
-            throw std::runtime_error("onnx export options: 'target' must be \"tensorrt\" or \"onnxruntime-cpu\", got " +
-                                     value.dump());
-    }
-    options = parsed;
-}
-
-void to_json(nlohmann::json& j, const OnnxExportOptions& options) {
-    j = {{"target", qdq_target_name(options.target)}};
-}
+const char* qdq_target_name(QdqTarget target) { return name_of_choice(target, kQdqTargetNames); }
 
 std::string export_onnx_bytes(const NamedTensors& state, const nn::BertConfig& config, OnnxHead head,
                               const OnnxExportOptions& options) {

@@ -53,8 +53,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
-#include <nlohmann/json_fwd.hpp>
 
 #include "autograd/named_tensors.h"
 #include "nn/bert_config.h"
@@ -64,13 +64,14 @@ namespace qdq {
 enum class OnnxHead { SequenceClassification, QuestionAnswering };
 enum class QdqTarget { TensorRT, OnnxRuntimeCpu };
 
-// JSON: {"target": "tensorrt" | "onnxruntime-cpu"}; unknown keys are errors.
+// The targets by the names configs and the command line use.
+inline constexpr std::pair<const char*, QdqTarget> kQdqTargetNames[] = {{"tensorrt", QdqTarget::TensorRT},
+                                                                         {"onnxruntime-cpu", QdqTarget::OnnxRuntimeCpu}};
+
 struct OnnxExportOptions {
     QdqTarget target = QdqTarget::TensorRT;
 };
 
-void from_json(const nlohmann::json& j, OnnxExportOptions& options);
-void to_json(nlohmann::json& j, const OnnxExportOptions& options);
 const char* qdq_target_name(QdqTarget target);
 
 // `state`: the task model's state_dict with HF names (bert.*, and classifier.* or qa_outputs.*;

@@ -8,43 +8,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json/json_fields.h"
+
 namespace qdq {
 
 namespace {
-
-constexpr ScheduleName kNames[] = {ScheduleName::Constant, ScheduleName::ConstantWithWarmup,
-                                   ScheduleName::Linear, ScheduleName::Cosine};
-
-enum class JsonType { String, Number, Integer };
-struct Key {
-    const char* name;
-    JsonType type;
-};
-constexpr Key kKeys[] = {{"name", JsonType::String},
-                         {"base_lr", JsonType::Number},
-                         {"warmup_steps", JsonType::Integer},
-                         {"warmup_ratio", JsonType::Number},
-                         {"total_steps", JsonType::Integer}};
 
 [[noreturn]] void fail(const std::string& message) {
     throw std::runtime_error("schedule: " + message);
 }
 
-std::string joined(const auto& items, auto to_string) {
-    std::string s;
-    for (const auto& item : items) s += (s.empty() ? "" : ", ") + std::string(to_string(item));
-    return s;
-}
-
-ScheduleName parse_name(const std::string& name) {
-    for (ScheduleName n : kNames)
-        if (name == schedule_name(n)) return n;
-    fail("unknown name '" + name + "' (expected one of " + joined(kNames, schedule_name) + ")");
-}
-
 bool has_warmup(const ScheduleOptions& o) { return o.warmup_steps != 0 || o.warmup_ratio != 0; }
 
-void validate(const ScheduleOptions& o) {
+}  // namespace
+
+void check_schedule(const ScheduleOptions& o) {
     if (!(o.base_lr >= 0)) fail("base_lr must be >= 0, got " + std::to_string(o.base_lr));
     if (o.warmup_steps < 0)
         fail("warmup_steps must be >= 0, got " + std::to_string(o.warmup_steps));
@@ -54,9 +32,8 @@ void validate(const ScheduleOptions& o) {
     // HF's get_constant_schedule ignores warmup arguments; here asking for both is a mistake.
     if (o.name == ScheduleName::Constant && has_warmup(o))
         fail("'constant' takes no warmup (use 'constant_with_warmup')");
+    if (o.warmup_steps != 0 && o.warmup_ratio != 0) fail("give warmup_steps or warmup_ratio, not both");
 }
-
-}  // namespace
 
 const char* schedule_name(ScheduleName name) {
     switch (name) {
@@ -77,7 +54,7 @@ int64_t warmup_steps(const ScheduleOptions& o) {
 // The formulas, max(1, ·) guards and double arithmetic are transformers.optimization's, term
 // for term, so the values agree with HF's to the last bit (cos aside, whose last bit is libm's).
 double learning_rate(const ScheduleOptions& o, int64_t step) {
-    validate(o);
+    check_schedule(o);
     if (step < 0) fail("step must be >= 0, got " + std::to_string(step));
     if (o.name == ScheduleName::Constant) return o.base_lr;
     int64_t warmup = warmup_steps(o);
@@ -94,36 +71,17 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
 }
 
 void from_json(const nlohmann::json& j, ScheduleOptions& o) {
-    if (!j.is_object()) fail("expected a JSON object, got " + j.dump());
-    for (const auto& [key, value] : j.items()) {
-        const Key* known = std::find_if(std::begin(kKeys), std::end(kKeys),
-                                        [&](const Key& k) { return key == k.name; });
-        if (known == std::end(kKeys))
-            fail("unknown key '" + key + "' (expected one of " +
-                 joined(kKeys, [](const Key& k) { return k.name; }) + ")");
-        // Checked here because nlohmann's get<int64_t> would truncate 2.5 to 2 in silence.
-        switch (known->type) {
-            case JsonType::String:
-                if (!value.is_string()) fail("'" + key + "' must be a string, got " + value.dump());
-                break;
-            case JsonType::Number:
-                if (!value.is_number()) fail("'" + key + "' must be a number, got " + value.dump());
-                break;
-            case JsonType::Integer:
-                if (!value.is_number_integer())
-                    fail("'" + key + "' must be an integer, got " + value.dump());
-                break;
-        }
-    }
+    JsonFields f(j, "", "schedule");
     ScheduleOptions parsed;
-    if (j.contains("name")) parsed.name = parse_name(j.at("name").get<std::string>());
-    parsed.base_lr = j.value("base_lr", parsed.base_lr);
-    parsed.warmup_steps = j.value("warmup_steps", parsed.warmup_steps);
-    parsed.warmup_ratio = j.value("warmup_ratio", parsed.warmup_ratio);
-    parsed.total_steps = j.value("total_steps", parsed.total_steps);
-    if (parsed.warmup_steps != 0 && parsed.warmup_ratio != 0)
-        fail("give warmup_steps or warmup_ratio, not both");
-    validate(parsed);
+    f.read_choice("name", parsed.name,
+                  {{"constant", ScheduleName::Constant}, {"constant_with_warmup", ScheduleName::ConstantWithWarmup},
+                   {"linear", ScheduleName::Linear}, {"cosine", ScheduleName::Cosine}});
+    f.read("base_lr", parsed.base_lr);
+    f.read("warmup_steps", parsed.warmup_steps);
+    f.read("warmup_ratio", parsed.warmup_ratio);
+    f.read("total_steps", parsed.total_steps);
+    f.finish();
+    check_schedule(parsed);
     o = parsed;
 }
 

@@ -33,6 +33,10 @@ struct ScheduleOptions {
 
 const char* schedule_name(ScheduleName name);
 
+// Throws naming the first value out of range: a negative rate or step count, a warmup ratio
+// outside [0, 1], both warmup_steps and warmup_ratio, warmup with 'constant'.
+void check_schedule(const ScheduleOptions& options);
+
 // Warmup in steps, the ratio resolved against total_steps.
 int64_t warmup_steps(const ScheduleOptions& options);
 

@@ -5,39 +5,12 @@
 #include <set>
 #include <stdexcept>
 
+#include "json/json_fields.h"
 #include "quant/calibrators.h"
 
 namespace qdq {
 
 namespace {
-
-const char* kKeys[] = {"input", "weight", "per_tensor_weights", "quantize_attention", "quantize_residual",
-                       "disable", "disable_layers", "calibrator", "percentile", "calibration_examples",
-                       "fuse_qkv", "clip_gelu", "recalibrate_weights"};
-
-[[noreturn]] void fail(const std::string& source, const std::string& key, const std::string& what) {
-    throw std::runtime_error(source + ": 'quantization." + key + "' " + what);
-}
-
-template <typename T>
-void read(const nlohmann::json& j, const char* key, T& out, const std::string& source, bool (nlohmann::json::*is)() const,
-          const char* type) {
-    if (!j.contains(key)) return;
-    if (!(j[key].*is)()) fail(source, key, std::string("must be ") + type + ", got " + j[key].dump());
-    out = j[key].get<T>();
-}
-
-// Each element is checked first: get<std::vector<int>> turns 1.5 into 1, and a string among
-// integers throws a json type_error that names no key.
-template <typename T>
-void read_list(const nlohmann::json& j, const char* key, std::vector<T>& out, const std::string& source,
-               bool (nlohmann::json::*is)() const, const char* type) {
-    if (!j.contains(key)) return;
-    const nlohmann::json& v = j[key];
-    if (!v.is_array() || !std::all_of(v.begin(), v.end(), [&](const nlohmann::json& e) { return (e.*is)(); }))
-        fail(source, key, std::string("must be ") + type + ", got " + v.dump());
-    out = v.get<std::vector<T>>();
-}
 
 struct LinearSite {
     std::string name;  // full module name, e.g. bert.encoder.layer.0.attention.self.query
@@ -79,56 +52,43 @@ void share_largest_range(TensorQuantizer* a, TensorQuantizer* b, TensorQuantizer
 }  // namespace
 
 QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const std::string& source) {
-    if (!j.is_object()) throw std::runtime_error(source + ": 'quantization' must be an object");
-    for (const auto& [key, value] : j.items())
-        if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; }) == std::end(kKeys))
-            fail(source, key, "is not a known key");
+    JsonFields f(j, "quantization", source);
     QuantizationConfig c;
-    auto descriptor = [&](const char* key, QuantDescriptor& out) {
-        if (!j.contains(key)) return;
-        try {
-            from_json(j[key], out);
-        } catch (const std::exception& e) {
-            fail(source, key, e.what());
-        }
-    };
-    descriptor("input", c.input);
-    descriptor("weight", c.weight);
-    read(j, "per_tensor_weights", c.per_tensor_weights, source, &nlohmann::json::is_boolean, "true or false");
+    if (f.has("input")) c.input = quant_descriptor_from_json(f.section("input"), source, "quantization.input");
+    if (f.has("weight")) c.weight = quant_descriptor_from_json(f.section("weight"), source, "quantization.weight");
+    f.read("per_tensor_weights", c.per_tensor_weights);
     if (c.per_tensor_weights) c.weight.axis.reset();
-    read(j, "quantize_attention", c.quantize_attention, source, &nlohmann::json::is_boolean, "true or false");
-    read(j, "quantize_residual", c.quantize_residual, source, &nlohmann::json::is_boolean, "true or false");
-    read_list(j, "disable", c.disable, source, &nlohmann::json::is_string, "a list of regular expressions");
+    f.read("quantize_attention", c.quantize_attention);
+    f.read("quantize_residual", c.quantize_residual);
+    if (f.has("disable") && !j.at("disable").is_array()) f.fail("disable", "must be a list of regular expressions");
+    f.read("disable", c.disable);
     for (const std::string& pattern : c.disable) {
         try {
             std::regex check(pattern);
         } catch (const std::regex_error& e) {
-            fail(source, "disable", "holds an invalid regular expression '" + pattern + "': " + e.what());
+            f.fail("disable", "holds an invalid regular expression '" + pattern + "': " + e.what());
         }
     }
-    read_list(j, "disable_layers", c.disable_layers, source, &nlohmann::json::is_number_integer,
-              "a list of layer indices");
+    f.read("disable_layers", c.disable_layers);
     for (int layer : c.disable_layers)
-        if (layer < 0) fail(source, "disable_layers", "holds a negative layer index " + std::to_string(layer));
-    if (j.contains("calibrator")) {
-        if (!j["calibrator"].is_string()) fail(source, "calibrator", "must be a string");
-        c.calibrator = amax_method_from_name(j["calibrator"], source + ": 'quantization.calibrator'");
+        if (layer < 0) f.fail("disable_layers", "holds a negative layer index " + std::to_string(layer));
+    f.read_choice("calibrator", c.calibrator, kAmaxMethodNames);
+    f.read("percentile", c.percentile);
+    if (!(c.percentile > 0 && c.percentile <= 100)) f.fail("percentile", "must be in (0, 100]");
+    f.read("calibration_examples", c.calibration_examples);
+    if (c.calibration_examples <= 0) f.fail("calibration_examples", "must be positive");
+    f.read("fuse_qkv", c.fuse_qkv);
+    nlohmann::json clip_gelu;
+    f.read("clip_gelu", clip_gelu);
+    if (!clip_gelu.is_null()) {
+        if (!clip_gelu.is_number() || !(clip_gelu.get<double>() > 0)) f.fail("clip_gelu", "must be a positive number or null");
+        c.clip_gelu = clip_gelu.get<float>();
     }
-    read(j, "percentile", c.percentile, source, &nlohmann::json::is_number, "a number");
-    if (!(c.percentile > 0 && c.percentile <= 100)) fail(source, "percentile", "must be in (0, 100]");
-    read(j, "calibration_examples", c.calibration_examples, source, &nlohmann::json::is_number_integer, "an integer");
-    if (c.calibration_examples <= 0) fail(source, "calibration_examples", "must be positive");
-    read(j, "fuse_qkv", c.fuse_qkv, source, &nlohmann::json::is_boolean, "true or false");
-    if (j.contains("clip_gelu") && !j["clip_gelu"].is_null()) {
-        if (!j["clip_gelu"].is_number() || !(j["clip_gelu"].get<double>() > 0))
-            fail(source, "clip_gelu", "must be a positive number or null");
-        c.clip_gelu = j["clip_gelu"].get<float>();
-    }
-    read(j, "recalibrate_weights", c.recalibrate_weights, source, &nlohmann::json::is_boolean, "true or false");
-    if (c.input.axis) fail(source, "input", "must be per tensor (no axis): activations have one range");
+    f.read("recalibrate_weights", c.recalibrate_weights);
+    f.finish();
+    if (c.input.axis) f.fail("input", "must be per tensor (no axis): activations have one range");
     if (c.calibrator != AmaxMethod::Max && c.input.calib_method != CalibMethod::Histogram)
-        fail(source, "calibrator", std::string("'") + amax_method_name(c.calibrator) +
-                                       "' needs input.calib_method histogram");
+        f.fail("calibrator", std::string("'") + amax_method_name(c.calibrator) + "' needs input.calib_method histogram");
     return c;
 }
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "json/json_fields.h"
 #include "quant/fake_quant.h"
 
 namespace qdq {
@@ -85,20 +86,6 @@ void TensorQuantizer::load_calib_amax(AmaxMethod method, const HistogramAmaxOpti
     write_amax(amax, {value});
 }
 
-const char* amax_method_name(AmaxMethod method) {
-    switch (method) {
-        case AmaxMethod::Max: return "max";
-        case AmaxMethod::Percentile: return "percentile";
-        case AmaxMethod::Mse: return "mse";
-        case AmaxMethod::Entropy: return "entropy";
-    }
-    return "?";
-}
-
-AmaxMethod amax_method_from_name(const std::string& name, const std::string& where) {
-    for (AmaxMethod m : {AmaxMethod::Max, AmaxMethod::Percentile, AmaxMethod::Mse, AmaxMethod::Entropy})
-        if (name == amax_method_name(m)) return m;
-    throw std::runtime_error(where + ": unknown calibrator '" + name + "' (max, percentile, mse or entropy)");
-}
+const char* amax_method_name(AmaxMethod method) { return name_of_choice(method, kAmaxMethodNames); }
 
 }  // namespace qdq

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "autograd/tensor.h"
@@ -35,9 +36,9 @@ const char* quant_mode_name(QuantMode mode);
 // cannot do that.
 enum class AmaxMethod { Max, Percentile, Mse, Entropy };
 
-const char* amax_method_name(AmaxMethod method);  // "max", "percentile", "mse", "entropy"
-// Throws "<where>: unknown calibrator ..." for any other name.
-AmaxMethod amax_method_from_name(const std::string& name, const std::string& where);
+inline constexpr std::pair<const char*, AmaxMethod> kAmaxMethodNames[] = {
+    {"max", AmaxMethod::Max}, {"percentile", AmaxMethod::Percentile}, {"mse", AmaxMethod::Mse}, {"entropy", AmaxMethod::Entropy}};
+const char* amax_method_name(AmaxMethod method);
 
 struct HistogramAmaxOptions {
     double percentile = 99.99;  // PQ's default (ORT's is 99.999)

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "autograd/tape.h"
+#include "json/json_file.h"
 #include "nn/heads.h"
 #include "nn/pretrained.h"
 #include "tests/support/temp_dir.h"

@@ -283,15 +283,6 @@ TEST(OnnxGraph, RejectsWhatItCannotExportFaithfully) {
     EXPECT_EQ(export_error(qa, OnnxHead::QuestionAnswering), "");
 }
 
-TEST(OnnxExportOptions, JsonRoundTripAndErrors) {
-    OnnxExportOptions o = nlohmann::json{{"target", "onnxruntime-cpu"}}.get<OnnxExportOptions>();
-    EXPECT_EQ(o.target, QdqTarget::OnnxRuntimeCpu);
-    EXPECT_EQ(nlohmann::json(o), (nlohmann::json{{"target", "onnxruntime-cpu"}}));
-    EXPECT_EQ(nlohmann::json::object().get<OnnxExportOptions>().target, QdqTarget::TensorRT);
-    EXPECT_THROW((nlohmann::json{{"targt", "tensorrt"}}.get<OnnxExportOptions>()), std::runtime_error);
-    EXPECT_THROW((nlohmann::json{{"target", "tensorrt-int4"}}.get<OnnxExportOptions>()), std::runtime_error);
-}
-
 // The reference the QDQ exports are judged by: ONNX's Q/DQ arithmetic...
 TEST(OnnxReference, FakeQuantRoundsHalfToEvenAndClampsAtMinus128) {
     // Row 0 with scale 1: halves round to even, the range is [-128, 127]. Row 1 with scale 0.1:

@@ -65,7 +65,7 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_DOUBLE_EQ(qat.training.learning_rate, 0.05 * config.training.learning_rate);
     EXPECT_EQ(qat.model.init, "x.h5");
     EXPECT_EQ(qat.training.output_dir, (dir.path() / "pipe" / "qat").string());
-    EXPECT_TRUE(fp32_stage_config(config).quantization.is_null());
+    EXPECT_FALSE(fp32_stage_config(config).quantization);
     EXPECT_EQ(calibrate_stage_config(config).model.init, (dir.path() / "pipe" / "fp32" / "model.h5").string());
 
     PipelineOutcome first = run_pipeline(config);

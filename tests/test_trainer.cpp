@@ -141,7 +141,7 @@ TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
     nlohmann::json expected = run_config_to_json(parse(raw));
     expected["model"]["config"] = nn::bert_config_to_json(fresh->model_config());
     EXPECT_EQ(run_config_to_json(again), expected);
-    EXPECT_EQ(again.model.config["hidden_size"], 16);
+    EXPECT_EQ(again.model.config->hidden_size, 16);
     load_model_weights(fresh->model(), (run / "model.h5").string());
     nlohmann::json saved;
     std::ifstream(run / "eval_results.json") >> saved;

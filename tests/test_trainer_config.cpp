@@ -53,8 +53,8 @@ TEST(RunConfig, ReadsSectionsAndResolvesDataPaths) {
     EXPECT_EQ(c.training.per_device_train_batch_size, 8);  // HF's default
     EXPECT_EQ(c.training.max_grad_norm, 1.0);
     EXPECT_EQ(c.data.train_files, std::vector<std::string>{dir + "/train.tsv"});
-    EXPECT_EQ(c.model.config["hidden_size"], 32);
-    EXPECT_TRUE(c.quantization.is_null());
+    EXPECT_EQ(c.model.config->hidden_size, 32);
+    EXPECT_FALSE(c.quantization);
     nlohmann::json resolved = run_config_to_json(c);
     EXPECT_EQ(resolved["training"]["learning_rate"], 1e-4);
     EXPECT_EQ(resolved["data"]["vocab"], dir + "/vocab.txt");
@@ -78,6 +78,22 @@ TEST(RunConfig, ErrorsNameTheKey) {
     squad["data"]["doc_stride"] = 500;
     EXPECT_NE(error_of(squad).find("'data.doc_stride'"), std::string::npos);
     EXPECT_NE(with("model", "config", {{"hidden_sise", 3}}).find("hidden_sise"), std::string::npos);
+    // Settings read at load, before any data or model is built.
+    EXPECT_NE(with("training", "lr_scheduler_type", "polynomial").find("'training.lr_scheduler_type' must be one of linear, cosine"),
+              std::string::npos);
+    nlohmann::json both_warmups = c;
+    both_warmups["training"]["warmup_steps"] = 10;
+    both_warmups["training"]["warmup_ratio"] = 0.1;
+    EXPECT_NE(error_of(both_warmups).find("not both"), std::string::npos);
+    EXPECT_NE(with("pipeline", "onnx_target", "tensorrt-int4").find("'pipeline.onnx_target'"), std::string::npos);
+    EXPECT_NE(with("pipeline", "sensitivity", "heads").find("'pipeline.sensitivity' must be one of none, layers"),
+              std::string::npos);
+    nlohmann::json bad_quantization = c;
+    bad_quantization["quantization"] = {{"input", {{"num_bits", 1}}}};
+    EXPECT_NE(error_of(bad_quantization).find("'quantization.input.num_bits'"), std::string::npos);
+    bad_quantization["quantization"] = {{"calibrator", "median"}};
+    EXPECT_NE(error_of(bad_quantization).find("'quantization.calibrator' must be one of max, percentile"),
+              std::string::npos);
     nlohmann::json unknown_section = c;
     unknown_section["trainer"] = nlohmann::json::object();
     EXPECT_NE(error_of(unknown_section).find("'trainer'"), std::string::npos);
@@ -90,7 +106,7 @@ TEST(RunConfig, SetOverridesAnyKeyAndIsCheckedLikeTheFile) {
                                                       "training.lr_scheduler_type=cosine"});
     EXPECT_EQ(c.training.learning_rate, 3e-5);
     EXPECT_EQ(c.training.seed, 7u);
-    EXPECT_EQ(c.training.lr_scheduler_type, "cosine");
+    EXPECT_EQ(c.training.lr_scheduler_type, ScheduleName::Cosine);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seeed=7"}), std::runtime_error);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seed"}), std::runtime_error);
 }
@@ -110,9 +126,9 @@ TEST(RunConfig, BaseFileIsOverriddenKeyByKey) {
     EXPECT_EQ(c.training.learning_rate, 2e-6);
     EXPECT_EQ(c.training.seed, 42u);  // null removed the base's value: the default
     EXPECT_EQ(c.training.output_dir, "elsewhere");
-    EXPECT_EQ(c.model.config["hidden_size"], 32);
+    EXPECT_EQ(c.model.config->hidden_size, 32);
     EXPECT_EQ(fs::path(c.model.init), fs::absolute(dir + "/fp32/weights.h5").lexically_normal());
-    EXPECT_EQ(c.quantization["calibrator"], "mse");
+    EXPECT_EQ(c.quantization->calibrator, AmaxMethod::Mse);
     EXPECT_FALSE(run_config_to_json(c).contains("base"));
 
     // A base without model.init keeps none.

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "autograd/tape.h"
+#include "json/json_file.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
@@ -82,17 +83,9 @@ nlohmann::json evaluate_without(Task& task, const std::vector<std::pair<std::str
 
 }  // namespace
 
-Sensitivity sensitivity_from_name(const std::string& name) {
-    if (name == "none") return Sensitivity::none;
-    if (name == "layers") return Sensitivity::layers;
-    if (name == "quantizers") return Sensitivity::quantizers;
-    throw std::invalid_argument("sensitivity must be none, layers or quantizers, got '" + name + "'");
-}
-
 nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
-    if (config.quantization.is_null())
-        throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
-    const QuantizationConfig qc = quantization_config_from_json(config.quantization, config.source);
+    if (!config.quantization) throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
+    const QuantizationConfig& qc = *config.quantization;
     MatmulPrecisionGuard precision(run_matmul_precision(config.training));
     nn::Module& model = task.model();
     const auto quantizers = model.named_quantizers();
@@ -105,7 +98,7 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
     const int64_t batch_size = t.per_device_eval_batch_size;
     const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
 
-    nlohmann::json result = {{"checkpoint", checkpoint}, {"metric", metric}, {"quantization", config.quantization}};
+    nlohmann::json result = {{"checkpoint", checkpoint}, {"metric", metric}, {"quantization", quantization_config_to_json(qc)}};
     set_quant_mode(model, QuantMode::Disabled);
     result["fp32"] = task.evaluate(batch_size);
     std::cerr << "calibrate: fp32 " << metric << " " << result["fp32"][metric] << "\n";

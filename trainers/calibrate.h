@@ -21,10 +21,6 @@
 
 namespace qdq {
 
-enum class Sensitivity { none, layers, quantizers };
-// "none", "layers", "quantizers"; throws std::invalid_argument for anything else.
-Sensitivity sensitivity_from_name(const std::string& name);
-
 struct CalibrateOptions {
     std::string out_dir;  // empty: training.output_dir
     Sensitivity sensitivity = Sensitivity::layers;

@@ -54,8 +54,8 @@ void load_weights_keeping_ranges(nn::Module& model, const std::string& path, con
 
 void check_onnx_exportable(const RunConfig& config) {
     onnx_head(config);
-    if (config.quantization.is_null()) return;
-    const QuantizationConfig q = quantization_config_from_json(config.quantization, config.source);
+    if (!config.quantization) return;
+    const QuantizationConfig& q = *config.quantization;
     check_descriptor(q.input, config.source + ": quantization.input");
     check_descriptor(q.weight, config.source + ": quantization.weight");
     // export_onnx refuses ranges over axis 1 ([1, in]) by their shape; here the key is named.

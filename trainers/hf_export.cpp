@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "json/json_file.h"
 #include "nn/pretrained.h"
 #include "trainers/checkpoint.h"
 #include "trainers/task.h"
@@ -23,7 +24,7 @@ std::string architecture_of(const RunConfig& config) {
 
 nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& checkpoint,
                                     const std::string& out_dir) {
-    if (!config.quantization.is_null())
+    if (config.quantization)
         throw std::invalid_argument(config.source + ": quantization: save-pretrained writes float models only "
                                                     "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
                                                     "for a quantized model");

@@ -15,12 +15,14 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "cuda/backend.h"
+#include "json/json_fields.h"
 #include "trainers/calibrate.h"
 #include "trainers/checkpoint.h"
 #include "trainers/pipeline.h"
@@ -107,6 +109,14 @@ void write_output(const nlohmann::json& result, std::map<std::string, std::strin
     if (!out) throw std::runtime_error(options["--out"] + ": cannot write");
 }
 
+// The value of a flag that names one of `choices`, or `fallback` when the flag is absent.
+template <typename E, typename Choices>
+E option_choice(std::map<std::string, std::string>& options, const std::string& flag, E fallback, const Choices& choices) {
+    if (!options.count(flag)) return fallback;
+    if (std::optional<E> e = qdq::choice_named<E>(options[flag], choices)) return *e;
+    throw UsageError(flag + " must be one of " + qdq::choice_names(choices) + "; got '" + options[flag] + "'");
+}
+
 int run_eval(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
     qdq::MatmulPrecisionGuard precision(qdq::run_matmul_precision(config.training));
     std::unique_ptr<qdq::Task> task = qdq::make_task(config, {.train = false, .weights = false});
@@ -120,11 +130,8 @@ int run_calibrate(const qdq::RunConfig& config, std::map<std::string, std::strin
     calibrate_options.out_dir = options["--out"];
     qdq::RunConfig with_weights = config;
     if (!options["--checkpoint"].empty()) with_weights.model.init = options["--checkpoint"];
-    try {
-        calibrate_options.sensitivity = qdq::sensitivity_from_name(options.count("--sensitivity") ? options["--sensitivity"] : "layers");
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--") + e.what());
-    }
+    calibrate_options.sensitivity =
+        option_choice(options, "--sensitivity", qdq::Sensitivity::layers, qdq::kSensitivityNames);
     std::unique_ptr<qdq::Task> task = qdq::make_task(with_weights, {true, true});
     nlohmann::json result = qdq::calibrate(with_weights, *task, calibrate_options);
     nlohmann::json summary = {{"fp32", result["fp32"]}, {"best", result["best"]}, {"cost", result["cost"]}};
@@ -152,17 +159,14 @@ int run_predict(const qdq::RunConfig& config, std::map<std::string, std::string>
 }
 
 int run_export(const qdq::RunConfig& config, std::map<std::string, std::string>& options) {
-    const std::string target = options.count("--target") ? options["--target"] : "tensorrt";
-    if (target != "tensorrt" && target != "onnxruntime-cpu")
-        throw UsageError("--target must be tensorrt or onnxruntime-cpu, got '" + target + "'");
+    const qdq::QdqTarget target = option_choice(options, "--target", qdq::QdqTarget::TensorRT, qdq::kQdqTargetNames);
     try {
         qdq::check_onnx_exportable(config);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "qdqtrain export: %s\n", e.what());
         return 2;
     }
-    const qdq::QdqTarget qdq_target = target == "tensorrt" ? qdq::QdqTarget::TensorRT : qdq::QdqTarget::OnnxRuntimeCpu;
-    std::printf("%s\n", qdq::export_task_onnx(config, options["--checkpoint"], options["--out"], qdq_target).dump().c_str());
+    std::printf("%s\n", qdq::export_task_onnx(config, options["--checkpoint"], options["--out"], target).dump().c_str());
     return 0;
 }
 

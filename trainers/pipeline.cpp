@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "json/json_file.h"
 #include "trainers/calibrate.h"
 #include "trainers/export.h"
 #include "trainers/onnx_evaluation.h"
@@ -51,8 +52,7 @@ nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const 
         return read_json_file(done);
     }
     fs::create_directories(dir);
-    const QdqTarget target =
-        config.pipeline.onnx_target == "tensorrt" ? QdqTarget::TensorRT : QdqTarget::OnnxRuntimeCpu;
+    const QdqTarget target = config.pipeline.onnx_target;
     OnnxEvaluationOptions options;
     options.batch_size = config.training.per_device_eval_batch_size;
     options.threads = config.pipeline.onnx_threads;
@@ -64,7 +64,7 @@ nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const 
         const char* file;
         std::string model;
     } stages[] = {{fp32, "model_fp32.onnx", "ONNX Runtime FP32"},
-                  {qat, "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + config.pipeline.onnx_target + " Q/DQ)"}};
+                  {qat, "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + std::string(qdq_target_name(target)) + " Q/DQ)"}};
     for (const auto& s : stages) {
         const std::string path = dir + "/" + s.file;
         std::cerr << "pipeline: onnx -> " << path << "\n";
@@ -82,7 +82,7 @@ nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const 
 
 RunConfig fp32_stage_config(const RunConfig& config) {
     RunConfig c = stage(config, "fp32");
-    c.quantization = nullptr;
+    c.quantization.reset();
     return c;
 }
 
@@ -104,7 +104,7 @@ RunConfig qat_stage_config(const RunConfig& config, const std::string& calibrati
 }
 
 PipelineOutcome run_pipeline(const RunConfig& config) {
-    if (config.quantization.is_null())
+    if (!config.quantization)
         throw std::runtime_error(config.source + ": the pipeline needs a \"quantization\" section");
     if (config.data.task == "mlm") throw std::runtime_error(config.source + ": the pipeline fine-tunes a task, not mlm");
     if (config.pipeline.onnx) check_onnx_exportable(config);  // before hours of training, not after
@@ -120,7 +120,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
         std::cerr << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(calib, {true, true});
         CalibrateOptions options;
-        options.sensitivity = sensitivity_from_name(config.pipeline.sensitivity);
+        options.sensitivity = config.pipeline.sensitivity;
         calibrate(calib, *task, options);
     }
     results["calibration"] = read_json_file(calibration_json);

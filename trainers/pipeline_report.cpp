@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "json/json_file.h"
 #include "trainers/svg_plot.h"
 #include "trainers/training_curves.h"
 

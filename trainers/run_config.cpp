@@ -1,15 +1,13 @@
 #include "trainers/run_config.h"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
 #include "data/data_dir.h"
 #include "data/document_slice.h"
-#include "nn/bert_config.h"
-#include "qdqbert/qdq_placement.h"
-#include "trainers/json_fields.h"
+#include "json/json_fields.h"
+#include "json/json_file.h"
 
 namespace qdq {
 
@@ -125,36 +123,48 @@ DataSettings parse_data_settings(const nlohmann::json& section, const std::strin
     return d;
 }
 
-}  // namespace
-
-RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source, const std::string& base_dir) {
-    RunConfig c;
-    c.source = source;
-    JsonFields root(raw, "", source);
-
-    JsonFields model(root.section("model"), "model", source);
-    nlohmann::json model_config;
-    model.read("config", model_config);
-    if (model_config.is_string()) {
-        std::string path = resolve(base_dir, model_config.get<std::string>());
-        c.model.config = read_json_file(path);
-        nn::bert_config_from_json(c.model.config, path);
-    } else if (model_config.is_object()) {
-        c.model.config = model_config;
-        nn::bert_config_from_json(c.model.config, source + ": model.config");
-    } else if (!model_config.is_null()) {
+ModelSettings parse_model_settings(const nlohmann::json& section, const std::string& source, const std::string& base_dir) {
+    JsonFields model(section, "model", source);
+    ModelSettings m;
+    nlohmann::json config;
+    model.read("config", config);
+    if (config.is_string()) {
+        const std::string path = resolve(base_dir, config.get<std::string>());
+        m.config = nn::bert_config_from_json(read_json_file(path), path);
+    } else if (config.is_object()) {
+        m.config = nn::bert_config_from_json(config, source, "model.config");
+    } else if (!config.is_null()) {
         model.fail("config", "must be a path or an object");
     }
-    model.read("init", c.model.init);
-    c.model.init = resolve(base_dir, c.model.init);
+    model.read("init", m.init);
+    m.init = resolve(base_dir, m.init);
     model.finish();
-    if (c.model.config.is_null() && c.model.init.empty())
-        throw std::runtime_error(source + ": 'model' needs a config or an init checkpoint");
+    if (!m.config && m.init.empty()) throw std::runtime_error(source + ": 'model' needs a config or an init checkpoint");
+    return m;
+}
 
-    c.data = parse_data_settings(root.section("data"), source);
+constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
+    {"linear", ScheduleName::Linear}, {"cosine", ScheduleName::Cosine}, {"constant", ScheduleName::Constant},
+    {"constant_with_warmup", ScheduleName::ConstantWithWarmup}};
 
-    JsonFields training(root.section("training"), "training", source);
-    TrainingSettings& t = c.training;
+void check_training_settings(const JsonFields& training, const TrainingSettings& t) {
+    check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
+    check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
+    check_positive(training, "gradient_accumulation_steps", t.gradient_accumulation_steps);
+    check_positive(training, "learning_rate", t.learning_rate);
+    if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
+    if (t.save_total_limit < 1) training.fail("save_total_limit", "must be at least 1");
+    if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
+    try {
+        check_schedule(schedule_options(t, 0));
+    } catch (const std::runtime_error& e) {
+        training.fail("lr_scheduler_type", std::string("with its warmup: ") + e.what());
+    }
+}
+
+TrainingSettings parse_training_settings(const nlohmann::json& section, const std::string& source) {
+    JsonFields training(section, "training", source);
+    TrainingSettings t;
     training.read("output_dir", t.output_dir);
     training.read("seed", t.seed);
     training.read("per_device_train_batch_size", t.per_device_train_batch_size);
@@ -168,7 +178,7 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     training.read("adam_beta2", t.adam_beta2);
     training.read("adam_epsilon", t.adam_epsilon);
     training.read("max_grad_norm", t.max_grad_norm);
-    training.read("lr_scheduler_type", t.lr_scheduler_type);
+    training.read_choice("lr_scheduler_type", t.lr_scheduler_type, kScheduleNames);
     training.read("warmup_steps", t.warmup_steps);
     training.read("warmup_ratio", t.warmup_ratio);
     training.read("logging_steps", t.logging_steps);
@@ -185,52 +195,44 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     training.read("group_by_length", t.group_by_length);
     training.read("bf16", t.bf16);
     training.finish();
-    check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
-    check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
-    check_positive(training, "gradient_accumulation_steps", t.gradient_accumulation_steps);
-    check_positive(training, "learning_rate", t.learning_rate);
-    if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
-    if (t.save_total_limit < 1) training.fail("save_total_limit", "must be at least 1");
-    if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
+    check_training_settings(training, t);
+    return t;
+}
 
-    root.read("quantization", c.quantization);
-    if (!c.quantization.is_null()) quantization_config_from_json(c.quantization, source);
-
-    JsonFields pipeline(root.section("pipeline"), "pipeline", source);
-    PipelineSettings& p = c.pipeline;
+PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const std::string& source) {
+    JsonFields pipeline(section, "pipeline", source);
+    PipelineSettings p;
     pipeline.read("qat_learning_rate_ratio", p.qat_learning_rate_ratio);
     if (!(p.qat_learning_rate_ratio > 0)) pipeline.fail("qat_learning_rate_ratio", "must be positive");
     pipeline.read("qat_num_train_epochs", p.qat_num_train_epochs);
     if (p.qat_num_train_epochs < 0) pipeline.fail("qat_num_train_epochs", "must not be negative");
     pipeline.read("calibration", p.calibration);
-    pipeline.read("onnx_target", p.onnx_target);
-    if (p.onnx_target != "onnxruntime-cpu" && p.onnx_target != "tensorrt")
-        pipeline.fail("onnx_target", "must be onnxruntime-cpu or tensorrt, got '" + p.onnx_target + "'");
+    pipeline.read_choice("onnx_target", p.onnx_target, kQdqTargetNames);
     pipeline.read("onnx", p.onnx);
     pipeline.read("onnx_threads", p.onnx_threads);
     if (p.onnx_threads < 0) pipeline.fail("onnx_threads", "must not be negative");
-    pipeline.read("sensitivity", p.sensitivity);
-    if (p.sensitivity != "none" && p.sensitivity != "layers" && p.sensitivity != "quantizers")
-        pipeline.fail("sensitivity", "must be none, layers or quantizers, got '" + p.sensitivity + "'");
+    pipeline.read_choice("sensitivity", p.sensitivity, kSensitivityNames);
     pipeline.finish();
+    return p;
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source, const std::string& base_dir) {
+    RunConfig c;
+    c.source = source;
+    JsonFields root(raw, "", source);
+    c.model = parse_model_settings(root.section("model"), source, base_dir);
+    c.data = parse_data_settings(root.section("data"), source);
+    c.training = parse_training_settings(root.section("training"), source);
+    if (root.has("quantization")) c.quantization = quantization_config_from_json(root.section("quantization"), source);
+    c.pipeline = parse_pipeline_settings(root.section("pipeline"), source);
     root.finish();
     return c;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(path + ": not valid JSON: " + e.what());
-    }
-}
-
-void write_json_file(const std::string& path, const nlohmann::json& j) {
-    std::ofstream out(path, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    if (!out) throw std::runtime_error(path + ": cannot write");
+ScheduleOptions schedule_options(const TrainingSettings& t, int64_t total_steps) {
+    return {t.lr_scheduler_type, t.learning_rate, t.warmup_steps, t.warmup_ratio, total_steps};
 }
 
 namespace {
@@ -282,7 +284,8 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
     const DataSettings& d = c.data;
     const TrainingSettings& t = c.training;
     nlohmann::json j = {
-        {"model", {{"config", c.model.config}, {"init", c.model.init}}},
+        {"model", {{"config", c.model.config ? nn::bert_config_to_json(*c.model.config) : nlohmann::json()},
+                   {"init", c.model.init}}},
         {"data",
          {{"task", d.task}, {"dataset", d.dataset}, {"train_files", d.train_files},
           {"eval_files", eval_files_json(d)}, {"data_dir", d.data_dir}, {"vocab", d.vocab},
@@ -298,22 +301,22 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"num_train_epochs", t.num_train_epochs}, {"max_steps", t.max_steps},
           {"learning_rate", t.learning_rate}, {"weight_decay", t.weight_decay},
           {"adam_beta1", t.adam_beta1}, {"adam_beta2", t.adam_beta2}, {"adam_epsilon", t.adam_epsilon},
-          {"max_grad_norm", t.max_grad_norm}, {"lr_scheduler_type", t.lr_scheduler_type},
+          {"max_grad_norm", t.max_grad_norm}, {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
           {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
           {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
           {"save_total_limit", t.save_total_limit}, {"load_best_model_at_end", t.load_best_model_at_end},
           {"metric_for_best_model", t.metric_for_best_model},
           {"group_by_length", t.group_by_length}, {"bf16", t.bf16}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
-    if (!c.quantization.is_null()) j["quantization"] = c.quantization;
+    if (c.quantization) j["quantization"] = quantization_config_to_json(*c.quantization);
     const PipelineSettings& p = c.pipeline;
     j["pipeline"] = {{"qat_learning_rate_ratio", p.qat_learning_rate_ratio},
                      {"qat_num_train_epochs", p.qat_num_train_epochs},
                      {"calibration", p.calibration},
-                     {"onnx_target", p.onnx_target},
+                     {"onnx_target", qdq_target_name(p.onnx_target)},
                      {"onnx", p.onnx},
                      {"onnx_threads", p.onnx_threads},
-                     {"sensitivity", p.sensitivity}};
+                     {"sensitivity", name_of_choice(p.sensitivity, kSensitivityNames)}};
     return j;
 }
 

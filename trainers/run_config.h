@@ -14,7 +14,7 @@
 //               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h)
-//   "quantization": (qdqbert/qdq_placement.h) kept as given, checked
+//   "quantization": (qdqbert/qdq_placement.h)
 //   "pipeline": qat_learning_rate_ratio (0.1: QAT at a tenth of the FP32 rate, the recipes' 1/10
 //               to 1/100), qat_num_train_epochs (default: the FP32 run's), calibration ("best",
 //               or a method name such as "percentile-99.99"), onnx_target ("onnxruntime-cpu" or
@@ -44,15 +44,21 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "nn/bert_config.h"
+#include "onnx/onnx_export.h"
+#include "optim/schedule.h"
+#include "qdqbert/qdq_placement.h"
+
 namespace qdq {
 
 struct ModelSettings {
-    nlohmann::json config;  // the BERT config object, read from the file when given a path
-    std::string init;       // resolved path, or empty
+    std::optional<nn::BertConfig> config;  // model.config, inline or from its file; absent: model.init's
+    std::string init;                      // resolved path, or empty
 };
 
 // One named evaluation set: data.eval_files given as {"name": files, ...}.
@@ -92,7 +98,7 @@ struct TrainingSettings {
     double weight_decay = 0;
     double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
     double max_grad_norm = 1.0;
-    std::string lr_scheduler_type = "linear";
+    ScheduleName lr_scheduler_type = ScheduleName::Linear;
     int64_t warmup_steps = 0;
     double warmup_ratio = 0;
     int64_t logging_steps = 50;
@@ -109,21 +115,26 @@ struct TrainingSettings {
     bool bf16 = false;
 };
 
+// calibrate's sweep: which quantizers are left in float one at a time.
+enum class Sensitivity { none, layers, quantizers };
+inline constexpr std::pair<const char*, Sensitivity> kSensitivityNames[] = {
+    {"none", Sensitivity::none}, {"layers", Sensitivity::layers}, {"quantizers", Sensitivity::quantizers}};
+
 struct PipelineSettings {
     double qat_learning_rate_ratio = 0.1;
     double qat_num_train_epochs = 0;  // 0: as the FP32 run
     std::string calibration = "best";
-    std::string onnx_target = "onnxruntime-cpu";
+    QdqTarget onnx_target = QdqTarget::OnnxRuntimeCpu;
     bool onnx = true;
     int onnx_threads = 0;
-    std::string sensitivity = "layers";
+    Sensitivity sensitivity = Sensitivity::layers;
 };
 
 struct RunConfig {
     ModelSettings model;
     DataSettings data;
     TrainingSettings training;
-    nlohmann::json quantization;  // null when absent
+    std::optional<QuantizationConfig> quantization;
     PipelineSettings pipeline;
     std::string source;           // the file it came from
 };
@@ -133,11 +144,11 @@ struct RunConfig {
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
 RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
                            const std::string& base_dir);
-// JSON files of runs (configs, results); errors name the file.
-nlohmann::json read_json_file(const std::string& path);
-void write_json_file(const std::string& path, const nlohmann::json& j);
 
 // The resolved config, as written into the output directory.
 nlohmann::json run_config_to_json(const RunConfig& config);
+
+// The learning-rate schedule of a run of `total_steps` updates.
+ScheduleOptions schedule_options(const TrainingSettings& training, int64_t total_steps);
 
 }  // namespace qdq

@@ -17,7 +17,8 @@
 #include <thread>
 
 #include "autograd/rng.h"
-#include "trainers/json_fields.h"
+#include "json/json_fields.h"
+#include "json/json_file.h"
 #include "trainers/run_config.h"
 
 extern char** environ;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "json/json_file.h"
 #include "trainers/pipeline_report.h"
 #include "trainers/run_config.h"
 #include "trainers/svg_plot.h"

@@ -13,8 +13,8 @@ namespace qdq {
 
 nn::BertConfig task_model_config(const RunConfig& config) {
     nn::BertConfig c;
-    if (!config.model.config.is_null()) {
-        c = nn::bert_config_from_json(config.model.config, config.source + ": model.config");
+    if (config.model.config) {
+        c = *config.model.config;
     } else {
         nlohmann::json run = checkpoint_run_config(config.model.init);
         if (!run.is_null()) c = nn::bert_config_from_json(run.at("model").at("config"), config.model.init);
@@ -38,8 +38,7 @@ WordPieceTokenizer task_tokenizer(const RunConfig& config) {
 }
 
 void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data) {
-    if (!config.quantization.is_null())
-        attach_bert_quantizers(bert, quantization_config_from_json(config.quantization, config.source));
+    if (config.quantization) attach_bert_quantizers(bert, *config.quantization);
     if (data.weights && !config.model.init.empty()) load_model_weights(model, config.model.init);
 }
 

@@ -9,6 +9,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "data/loader.h"
+#include "json/json_file.h"
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
 #include "optim/adamw.h"
@@ -48,6 +49,9 @@ nlohmann::json comparable(nlohmann::json config) {
     data["vocab"] = fs::path(data["vocab"].get<std::string>()).filename().string();
     config["model"].erase("init");  // the checkpoint's weights replace it
     config.erase("pipeline");       // what happens after this run
+    // Older runs saved the quantization section as the config gave it: compared as read.
+    if (config.contains("quantization"))
+        config["quantization"] = quantization_config_to_json(quantization_config_from_json(config["quantization"], "checkpoint"));
     return config;
 }
 
@@ -128,10 +132,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     const std::vector<int32_t> lengths = task.train_lengths();
     BatchLoader loader(task.train_size(), loader_options, t.group_by_length ? lengths : std::vector<int32_t>{});
     const int64_t total_steps = total_train_steps(t, loader.batches_per_epoch());
-    ScheduleOptions schedule;
-    from_json({{"name", t.lr_scheduler_type}, {"base_lr", t.learning_rate}, {"warmup_steps", t.warmup_steps},
-               {"warmup_ratio", t.warmup_ratio}, {"total_steps", total_steps}},
-              schedule);
+    const ScheduleOptions schedule = schedule_options(t, total_steps);
     const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
 
     TrainerState state;
@@ -151,12 +152,11 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     } else if (!options.resume) {
         for (const std::string& path : existing) fs::remove(path);
     }
-    if (!config.quantization.is_null()) {
+    if (config.quantization) {
         // Quantization-aware training: the ranges come from model.init (a calibrated checkpoint)
         // or a resumed checkpoint. Recalibrated weight ranges are taken once, at step 0, so a
         // resumed run keeps the ranges it started with.
-        if (state.step == 0 && quantization_config_from_json(config.quantization, config.source).recalibrate_weights)
-            calibrate_weights(model);
+        if (state.step == 0 && config.quantization->recalibrate_weights) calibrate_weights(model);
         check_calibrated(model, "QAT starts from a checkpoint written by 'qdqtrain calibrate' (model.init)");
         set_quant_mode(model, QuantMode::Quantizing);
     }

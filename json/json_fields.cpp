@@ -1,5 +1,6 @@
-#include "trainers/json_fields.h"
+#include "json/json_fields.h"
 
+#include <cstdint>
 #include <stdexcept>
 
 namespace qdq {
@@ -60,6 +61,12 @@ void JsonFields::read(const char* key, double& out) {
     }
 }
 
+void JsonFields::read(const char* key, float& out) {
+    double wide = out;
+    read(key, wide);
+    out = (float)wide;
+}
+
 void JsonFields::read(const char* key, std::string& out) {
     if (const nlohmann::json* v = value(key)) {
         if (!v->is_string()) fail(key, "must be a string, got " + v->dump());
@@ -79,6 +86,30 @@ void JsonFields::read(const char* key, std::vector<std::string>& out) {
             if (!item.is_string()) fail(key, "must hold strings only, got " + item.dump());
             out.push_back(item.get<std::string>());
         }
+    }
+}
+
+// Each element is checked first: get<std::vector<int>> turns 1.5 into 1.
+void JsonFields::read(const char* key, std::vector<int>& out) {
+    if (const nlohmann::json* v = value(key)) {
+        if (!v->is_array()) fail(key, "must be a list of integers, got " + v->dump());
+        out.clear();
+        for (const nlohmann::json& item : *v) {
+            if (!item.is_number_integer() || item.get<int64_t>() < INT32_MIN || item.get<int64_t>() > INT32_MAX)
+                fail(key, "must hold integers only, got " + item.dump());
+            out.push_back(item.get<int>());
+        }
+    }
+}
+
+void JsonFields::read(const char* key, std::optional<int64_t>& out) {
+    if (const nlohmann::json* v = value(key)) {
+        if (v->is_null()) {
+            out.reset();
+            return;
+        }
+        if (!v->is_number_integer()) fail(key, "must be an integer or null, got " + v->dump());
+        out = v->get<int64_t>();
     }
 }
 
