@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <tuple>
 
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
@@ -174,7 +175,7 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
     raw["model"]["init"] = float_weights;
     RunConfig config = parse(raw);
     std::unique_ptr<Task> task = make_task(config, {true, true});
-    nlohmann::json result = calibrate(config, *task, {});
+    nlohmann::json result = calibrate(config, *task, {.all_methods = true});
     EXPECT_EQ(result["fp32"]["accuracy"], fp32_task->evaluate(16)["accuracy"]);
     ASSERT_EQ(result["methods"].size(), 6u);
     ASSERT_EQ(result["sensitivity"]["rows"].size(), 1u);  // one layer
@@ -191,6 +192,24 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
         std::unique_ptr<Task> fresh = make_task(parse(eval_raw), {false, true});
         check_calibrated(fresh->model(), "");
         EXPECT_EQ(fresh->evaluate(16), m["metrics"]) << m["method"];
+    }
+
+    // Without all_methods, quantization.calibrator chooses: one method, the same metrics as its
+    // row of the full run (the same pass over the same batches).
+    for (const auto& [calibrator, percentile, name] :
+         {std::tuple{"mse", 99.99, "mse"}, std::tuple{"percentile", 99.9, "percentile-99.9"}}) {
+        nlohmann::json one_raw = quantized_config(dir, std::string("one_") + calibrator);
+        one_raw["model"]["init"] = float_weights;
+        one_raw["quantization"]["calibrator"] = calibrator;
+        one_raw["quantization"]["percentile"] = percentile;
+        RunConfig one = parse(one_raw);
+        std::unique_ptr<Task> one_task = make_task(one, {true, true});
+        nlohmann::json single = calibrate(one, *one_task, {.sensitivity = Sensitivity::none});
+        ASSERT_EQ(single["methods"].size(), 1u) << calibrator;
+        EXPECT_EQ(single["best"], name);
+        for (const auto& m : result["methods"])
+            if (m["method"] == name) EXPECT_EQ(single["methods"][0]["metrics"], m["metrics"]) << name;
+        EXPECT_FALSE(fs::exists(dir.path() / (std::string("one_") + calibrator) / "max"));
     }
 
     // QAT from the percentile checkpoint: the ranges stay as calibrated, the weights move.

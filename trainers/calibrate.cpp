@@ -7,6 +7,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "autograd/tape.h"
 #include "json/json_file.h"
@@ -71,8 +72,10 @@ double main_value(const nlohmann::json& metrics, const std::string& metric, cons
     return metrics[metric].get<double>();
 }
 
+using Quantizers = std::vector<std::pair<std::string, TensorQuantizer*>>;
+
 // Evaluates with the quantizers matching `left_in_float` disabled, then re-enables them.
-nlohmann::json evaluate_without(Task& task, const std::vector<std::pair<std::string, TensorQuantizer*>>& quantizers,
+nlohmann::json evaluate_without(Task& task, const Quantizers& quantizers,
                                 const std::function<bool(const std::string&)>& left_in_float, int64_t batch_size) {
     for (auto& [name, q] : quantizers)
         if (left_in_float(name)) q->mode = QuantMode::Disabled;
@@ -81,14 +84,75 @@ nlohmann::json evaluate_without(Task& task, const std::vector<std::pair<std::str
     return metrics;
 }
 
+// Each quantizer after the collecting pass: a weight's range, clipped fraction and SQNR; an
+// activation's histogram.
+nlohmann::json quantizer_stats(const nn::Module& model, const Quantizers& quantizers) {
+    std::map<std::string, Tensor> weights;
+    for (const NamedTensor& p : model.named_parameters()) weights[p.name] = p.tensor;
+    nlohmann::json stats = nlohmann::json::array();
+    for (auto& [name, q] : quantizers) {
+        nlohmann::json entry = {{"name", name}, {"kind", is_weight_quantizer(name) ? "weight" : "activation"}};
+        if (is_weight_quantizer(name)) {
+            const std::string weight = name.substr(0, name.size() - std::string("_weight_quantizer").size()) + "weight";
+            RangeStats s = tensor_range_stats(weights.at(weight), q->amax, quant_params(q->desc));
+            const float* a = q->amax.f32();
+            entry["amax_max"] = *std::max_element(a, a + q->amax.numel());
+            entry["amax_min"] = *std::min_element(a, a + q->amax.numel());
+            entry["clipped_fraction"] = s.clipped_fraction;
+            entry["sqnr_db"] = s.sqnr_db;
+        } else if (const auto* h = std::get_if<HistogramCalibrator>(&q->calibrator)) {
+            entry["histogram"] = histogram_json(*h);
+        }
+        stats.push_back(entry);
+    }
+    return stats;
+}
+
+// Each activation quantizer's range under the method just loaded, with its clipping and SQNR.
+void add_method_stats(nlohmann::json& stats, const Quantizers& quantizers, const std::string& method) {
+    for (size_t i = 0; i < quantizers.size(); ++i) {
+        TensorQuantizer& q = *quantizers[i].second;
+        const auto* h = std::get_if<HistogramCalibrator>(&q.calibrator);
+        if (is_weight_quantizer(quantizers[i].first) || !h) continue;
+        RangeStats s = histogram_range_stats(*h, q.amax.item());
+        stats[i]["methods"][method] = {{"amax", q.amax.item()}, {"clipped_fraction", s.clipped_fraction},
+                                       {"sqnr_db", s.sqnr_db}};
+    }
+}
+
+// The sweep: the metric with each layer's (or each) quantizer left in float in turn.
+nlohmann::json sensitivity_rows(Task& task, const Quantizers& quantizers, Sensitivity mode, const std::string& metric,
+                                int64_t batch_size, const std::string& source) {
+    nlohmann::json rows = nlohmann::json::array();
+    if (mode == Sensitivity::layers) {
+        for (size_t i = 0; i < task.encoder().layers.size(); ++i) {
+            const std::string tag = "encoder.layer." + std::to_string(i) + ".";
+            nlohmann::json metrics = evaluate_without(
+                task, quantizers, [&](const std::string& n) { return n.find(tag) != std::string::npos; }, batch_size);
+            rows.push_back({{"left_in_float", "layer " + std::to_string(i)}, {"value", main_value(metrics, metric, source)}});
+        }
+        return rows;
+    }
+    for (auto& [name, q] : quantizers) {
+        nlohmann::json metrics = evaluate_without(task, quantizers, [&](const std::string& n) { return n == name; }, batch_size);
+        rows.push_back({{"left_in_float", name}, {"value", main_value(metrics, metric, source)}});
+    }
+    return rows;
+}
+
 }  // namespace
+
+std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& config, bool all_methods) {
+    if (all_methods) return standard_calibration_methods();
+    return {{config.calibrator, config.percentile}};
+}
 
 nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
     if (!config.quantization) throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
     const QuantizationConfig& qc = *config.quantization;
     MatmulPrecisionGuard precision(run_matmul_precision(config.training));
     nn::Module& model = task.model();
-    const auto quantizers = model.named_quantizers();
+    const Quantizers quantizers = model.named_quantizers();
     if (quantizers.empty()) throw std::runtime_error(config.source + ": the quantization section attaches no quantizer");
     const std::string checkpoint = config.model.init;
     if (checkpoint.empty()) throw std::runtime_error(config.source + ": calibrate needs the float weights as model.init");
@@ -108,58 +172,35 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
     const double plain_seconds = forward_pass(task, batches, t.seed);
     begin_calibration(model);
     const double collect_seconds = forward_pass(task, batches, t.seed);
-
-    std::map<std::string, Tensor> weights;
-    for (const NamedTensor& p : model.named_parameters()) weights[p.name] = p.tensor;
-    nlohmann::json stats = nlohmann::json::array();
-    for (auto& [name, q] : quantizers) {
-        nlohmann::json entry = {{"name", name}, {"kind", is_weight_quantizer(name) ? "weight" : "activation"}};
-        if (is_weight_quantizer(name)) {
-            const std::string weight = name.substr(0, name.size() - std::string("_weight_quantizer").size()) + "weight";
-            RangeStats s = tensor_range_stats(weights.at(weight), q->amax, quant_params(q->desc));
-            const float* a = q->amax.f32();
-            entry["amax_max"] = *std::max_element(a, a + q->amax.numel());
-            entry["amax_min"] = *std::min_element(a, a + q->amax.numel());
-            entry["clipped_fraction"] = s.clipped_fraction;
-            entry["sqnr_db"] = s.sqnr_db;
-        } else if (const auto* h = std::get_if<HistogramCalibrator>(&q->calibrator)) {
-            entry["histogram"] = histogram_json(*h);
-        }
-        stats.push_back(entry);
-    }
+    nlohmann::json stats = quantizer_stats(model, quantizers);
 
     nlohmann::json methods = nlohmann::json::array();
     double ranges_seconds = 0;
-    std::string best_name;
+    std::optional<CalibrationMethod> best;
     double best_value = 0;
-    for (const CalibrationMethod& m : standard_calibration_methods()) {
+    for (const CalibrationMethod& m : methods_to_calibrate(qc, options.all_methods)) {
         const std::string name = calibration_method_name(m);
         double start = now_seconds();
         load_activation_ranges(model, m);
         apply_range_options(task.encoder(), qc);
         ranges_seconds += now_seconds() - start;
-        for (size_t i = 0; i < quantizers.size(); ++i) {
-            TensorQuantizer& q = *quantizers[i].second;
-            const auto* h = std::get_if<HistogramCalibrator>(&q.calibrator);
-            if (is_weight_quantizer(quantizers[i].first) || !h) continue;
-            RangeStats s = histogram_range_stats(*h, q.amax.item());
-            stats[i]["methods"][name] = {{"amax", q.amax.item()}, {"clipped_fraction", s.clipped_fraction},
-                                         {"sqnr_db", s.sqnr_db}};
-        }
+        add_method_stats(stats, quantizers, name);
         nlohmann::json metrics = task.evaluate(batch_size);
         const double value = main_value(metrics, metric, config.source);
         std::cerr << "calibrate: " << name << " " << metric << " " << value << "\n";
+        QuantizationConfig saved = qc;
+        saved.calibrator = m.method;
+        saved.percentile = m.percentile;
         nlohmann::json saved_config = saved_run_config(config, task);
-        saved_config["quantization"]["calibrator"] = amax_method_name(m.method);
-        saved_config["quantization"]["percentile"] = m.percentile;
+        saved_config["quantization"] = quantization_config_to_json(saved);
         fs::create_directories(out_dir + "/" + name);
         const std::string path = out_dir + "/" + name + "/model.h5";
         save_checkpoint(path, {model.state_dict(), {}, {}, saved_config});
         methods.push_back({{"method", name}, {"metrics", metrics}, {"checkpoint", path}});
-        if (best_name.empty() || is_improvement(t, metric, value, best_value)) best_name = name, best_value = value;
+        if (!best || is_improvement(t, metric, value, best_value)) best = m, best_value = value;
     }
     result["methods"] = methods;
-    result["best"] = best_name;
+    result["best"] = calibration_method_name(*best);
     result["cost"] = {{"calibration_examples", (int64_t)qc.calibration_examples},
                       {"batches", (int64_t)batches.size()},
                       {"plain_pass_seconds", plain_seconds},
@@ -170,25 +211,11 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
     result["quantizers"] = stats;
 
     if (options.sensitivity != Sensitivity::none) {
-        for (const CalibrationMethod& m : standard_calibration_methods())
-            if (calibration_method_name(m) == best_name) load_activation_ranges(model, m);
+        load_activation_ranges(model, *best);
         apply_range_options(task.encoder(), qc);
-        nlohmann::json rows = nlohmann::json::array();
-        if (options.sensitivity == Sensitivity::layers) {
-            for (size_t i = 0; i < task.encoder().layers.size(); ++i) {
-                const std::string tag = "encoder.layer." + std::to_string(i) + ".";
-                nlohmann::json metrics = evaluate_without(
-                    task, quantizers, [&](const std::string& n) { return n.find(tag) != std::string::npos; }, batch_size);
-                rows.push_back({{"left_in_float", "layer " + std::to_string(i)}, {"value", main_value(metrics, metric, config.source)}});
-            }
-        } else {
-            for (auto& [name, q] : quantizers) {
-                nlohmann::json metrics =
-                    evaluate_without(task, quantizers, [&](const std::string& n) { return n == name; }, batch_size);
-                rows.push_back({{"left_in_float", name}, {"value", main_value(metrics, metric, config.source)}});
-            }
-        }
-        result["sensitivity"] = {{"method", best_name}, {"baseline", best_value}, {"rows", rows}};
+        result["sensitivity"] = {{"method", result["best"]},
+                                 {"baseline", best_value},
+                                 {"rows", sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source)}};
     }
     write_json_file(out_dir + "/calibration.json", result);
     write_calibration_report(out_dir, result);

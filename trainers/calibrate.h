@@ -1,8 +1,9 @@
 // Post-training quantization of a fine-tuned model (`qdqtrain calibrate`): the float model is
 // evaluated, the calibration examples run through it once with every activation quantizer
-// collecting, and then for each method (max, percentile 99.9/99.99/99.999, MSE, entropy) the
-// ranges are read, the quantized model evaluated and saved. A sensitivity sweep then leaves each
-// layer's (or each) quantizer in float under the best method and evaluates again.
+// collecting, and then for quantization.calibrator (or, with all_methods, for each of max,
+// percentile 99.9/99.99/99.999, MSE and entropy) the ranges are read, the quantized model
+// evaluated and saved. A sensitivity sweep then leaves each layer's (or each) quantizer in float
+// under the best method and evaluates again.
 //
 // Written into the output directory:
 //   <method>/model.h5        weights and quantizer ranges: model.init of a QAT run, or the
@@ -13,9 +14,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "qdqbert/calibration.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"
 
@@ -24,7 +27,13 @@ namespace qdq {
 struct CalibrateOptions {
     std::string out_dir;  // empty: training.output_dir
     Sensitivity sensitivity = Sensitivity::layers;
+    // Every method of the PTQ table (the pipeline's choice); else quantization.calibrator at
+    // quantization.percentile, as HF's quant_trainer --calibrator and --percentile choose.
+    bool all_methods = false;
 };
+
+// The methods calibrate runs: the configured one, or the six of the PTQ table.
+std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& config, bool all_methods);
 
 // `task` was made from `config`: its model holds model.init's float weights and the quantizers
 // of the "quantization" section.

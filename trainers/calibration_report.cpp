@@ -48,7 +48,7 @@ void write_calibration_report(const std::string& out_dir, const nlohmann::json& 
           std::to_string(cost["batches"].get<int64_t>()) + " batches: collecting took " +
           fixed(cost["collect_seconds"], 2) + " s against " + fixed(cost["plain_pass_seconds"], 2) +
           " s for a plain pass over the same batches (" + fixed(cost["collect_ratio"], 2) +
-          "x); reading the ranges of all six methods took " + fixed(cost["ranges_seconds_all_methods"], 2) +
+          "x); reading the ranges of " + std::to_string(r["methods"].size()) + " method(s) took " + fixed(cost["ranges_seconds_all_methods"], 2) +
           " s more (" + fixed(cost["total_ratio"], 2) + "x in all).\n\n";
 
     md += "## " + metric + " by method\n\n| method | " + metric + " | vs FP32 |\n|---|---:|---:|\n";
@@ -70,26 +70,35 @@ void write_calibration_report(const std::string& out_dir, const nlohmann::json& 
     md += "## Quantizers\n\nActivation ranges (amax) by method, and for the best method (" + best +
           ") the fraction of values clipped and the signal-to-quantization-noise ratio, both read "
           "from the calibration histogram. Weights are ranged per channel by max: their SQNR is exact.\n\n";
-    md += "| quantizer | max | p99.9 | p99.99 | p99.999 | mse | entropy | clipped | SQNR dB |\n";
-    md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    const char* columns[] = {"max", "percentile-99.9", "percentile-99.99", "percentile-99.999", "mse", "entropy"};
+    // One column per method run, "percentile-99.9" shortened to "p99.9".
+    std::vector<std::string> columns;
+    md += "| quantizer |";
+    for (const auto& m : r["methods"]) {
+        columns.push_back(m["method"]);
+        const std::string& c = columns.back();
+        md += " " + (c.starts_with("percentile-") ? "p" + c.substr(11) : c) + " |";
+    }
+    md += " clipped | SQNR dB |\n|---|";
+    for (size_t i = 0; i < columns.size() + 2; ++i) md += "---:|";
+    md += "\n";
     for (const auto& q : r["quantizers"]) {
         const std::string name = q["name"];
         if (q["kind"] == "weight") {
-            md += "| `" + name + "` | " + general(q["amax_max"]) + " (max row) | | | | | | " +
-                  general(q["clipped_fraction"]) + " | " + fixed(q["sqnr_db"], 1) + " |\n";
+            md += "| `" + name + "` | " + general(q["amax_max"]) + " (max row) |";
+            for (size_t i = 1; i < columns.size(); ++i) md += " |";
+            md += " " + general(q["clipped_fraction"]) + " | " + fixed(q["sqnr_db"], 1) + " |\n";
             continue;
         }
         if (!q.contains("methods")) continue;
         md += "| `" + name + "` |";
-        for (const char* c : columns) md += " " + general(q["methods"][c]["amax"]) + " |";
+        for (const std::string& c : columns) md += " " + general(q["methods"][c]["amax"]) + " |";
         const nlohmann::json& b = q["methods"][best];
         md += " " + general(b["clipped_fraction"]) + " | " + fixed(b["sqnr_db"], 1) + " |\n";
 
         std::vector<double> counts;
         for (int64_t c : q["histogram"]["counts"]) counts.push_back((double)c);
         std::vector<PlotMarker> markers;
-        for (const char* c : columns) markers.push_back({c, q["methods"][c]["amax"].get<double>()});
+        for (const std::string& c : columns) markers.push_back({c, q["methods"][c]["amax"].get<double>()});
         write_svg(out_dir + "/plots/" + file_name(name) + ".svg",
                   svg_histogram(name, "|x|", q["histogram"]["bin_width"].get<double>(), counts, markers));
     }

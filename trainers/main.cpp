@@ -132,6 +132,7 @@ int run_calibrate(const qdq::RunConfig& config, std::map<std::string, std::strin
     if (!options["--checkpoint"].empty()) with_weights.model.init = options["--checkpoint"];
     calibrate_options.sensitivity =
         option_choice(options, "--sensitivity", qdq::Sensitivity::layers, qdq::kSensitivityNames);
+    calibrate_options.all_methods = options.count("--all-methods") > 0;
     std::unique_ptr<qdq::Task> task = qdq::make_task(with_weights, {true, true});
     nlohmann::json result = qdq::calibrate(with_weights, *task, calibrate_options);
     nlohmann::json summary = {{"fp32", result["fp32"]}, {"best", result["best"]}, {"cost", result["cost"]}};
@@ -189,20 +190,23 @@ const std::map<std::string, Command>& commands() {
           {"--no-resume"},
           run_train}},
         {"calibrate",
-         {"usage: qdqtrain calibrate CONFIG [--checkpoint PATH] [--out DIR] [--sensitivity MODE] [--set KEY=VALUE]...\n",
+         {"usage: qdqtrain calibrate CONFIG [--checkpoint PATH] [--out DIR] [--sensitivity MODE] [--all-methods]\n"
+          "                          [--set KEY=VALUE]...\n",
           "Post-training quantization. Attaches the quantizers of the config's \"quantization\"\n"
           "section to the fine-tuned float model, evaluates it, runs quantization.calibration_examples\n"
-          "training examples through it once, and for each method (max, percentile 99.9, 99.99 and\n"
-          "99.999, mse, entropy) reads the ranges, evaluates and writes DIR/<method>/model.h5 (the\n"
+          "training examples through it once, and for quantization.calibrator (at\n"
+          "quantization.percentile) reads the ranges, evaluates and writes DIR/<method>/model.h5 (the\n"
           "model.init of a QAT run). Also writes DIR/calibration.json and DIR/calibration_report.md\n"
           "with per-quantizer ranges, clipped fractions, SQNR, histograms and a sensitivity sweep.\n"
           "\n"
           "  --checkpoint PATH the float weights (default: model.init)\n"
           "  --out DIR         output directory (default: training.output_dir)\n"
           "  --sensitivity M   none, layers (default: each layer left in float in turn) or\n"
-          "                    quantizers (each quantizer left in float in turn)\n",
+          "                    quantizers (each quantizer left in float in turn)\n"
+          "  --all-methods     every method of the PTQ table: max, percentile 99.9, 99.99 and\n"
+          "                    99.999, mse, entropy, from the same pass\n",
           {"--checkpoint", "--out", "--sensitivity"},
-          {},
+          {"--all-methods"},
           run_calibrate,
           {"--checkpoint", "--out", "--sensitivity"}}},
         {"pipeline",

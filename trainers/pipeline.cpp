@@ -121,6 +121,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
         std::unique_ptr<Task> task = make_task(calib, {true, true});
         CalibrateOptions options;
         options.sensitivity = config.pipeline.sensitivity;
+        options.all_methods = true;  // the PTQ rows of the results table
         calibrate(calib, *task, options);
     }
     results["calibration"] = read_json_file(calibration_json);
