@@ -10,15 +10,15 @@
 #include <random>
 #include <tuple>
 
+#include "app/calibrate.h"
+#include "app/svg_plot.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
-#include "trainers/calibrate.h"
 #include "trainers/checkpoint.h"
-#include "trainers/svg_plot.h"
 #include "trainers/trainer.h"
 
 using namespace qdq;

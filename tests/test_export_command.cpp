@@ -1,4 +1,4 @@
-// `qdqtrain export` (trainers/export.h) on the one-layer model of tests/support/tiny_task.h:
+// `qdqtrain export` (app/export.h) on the one-layer model of tests/support/tiny_task.h:
 // what it writes, and the configs and checkpoints it must refuse, each with the key or quantizer
 // at fault. Needs neither the shared data nor node (tests/test_onnx_tasks.cpp runs exports in
 // ONNX Runtime).

@@ -1,4 +1,4 @@
-// Trained task models through `qdqtrain export` (trainers/export.h) and ONNX Runtime, on real
+// Trained task models through `qdqtrain export` (app/export.h) and ONNX Runtime, on real
 // evaluation data (../shared/data): an IMDB classifier and a SQuAD reader, each a 2-layer,
 // hidden-64 BERT trained briefly from random initialisation, exported float and, after max
 // calibration on training batches, QDQ for both targets. ORT's outputs are compared row by row

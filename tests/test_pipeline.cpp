@@ -7,13 +7,13 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "onnx/onnx_runtime.h"
+#include "app/pipeline.h"
+#include "app/pipeline_report.h"
 #include "nn/heads.h"
+#include "onnx/onnx_runtime.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
-#include "trainers/pipeline.h"
-#include "trainers/pipeline_report.h"
 #include "trainers/task.h"
 #include "trainers/trainer.h"
 

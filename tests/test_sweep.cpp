@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/sweep.h"
+#include "app/sweep_report.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
-#include "trainers/sweep.h"
-#include "trainers/sweep_report.h"
 
 using namespace qdq;
 using qdq::testing::TempDir;

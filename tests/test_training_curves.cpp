@@ -4,8 +4,8 @@
 
 #include <fstream>
 
+#include "app/training_curves.h"
 #include "tests/support/temp_dir.h"
-#include "trainers/training_curves.h"
 
 namespace qdq {
 namespace {

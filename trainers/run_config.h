@@ -21,7 +21,7 @@
 //               "tensorrt"), onnx (false skips export and its evaluation in ONNX Runtime),
 //               onnx_threads (ONNX Runtime's intra-op threads; 0: its default, one per core),
 //               sensitivity ("none", "layers" or "quantizers": calibrate's sweep)
-//               — trainers/pipeline.h
+//               — app/pipeline.h
 // "base": a config file (path relative to this one) whose keys this file overrides, key by key
 // as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
 // QAT config is its FP32 config plus a quantization section and a few training keys.

@@ -63,7 +63,7 @@ public:
     // time. Keys are the metric names ("accuracy", "exact_match", "f1", "eval_loss", ...).
     virtual nlohmann::json evaluate(int64_t batch_size) = 0;
     // evaluate() in two halves, so that another runtime can run the model between them
-    // (trainers/onnx_evaluation.h): the evaluation set as model inputs, eval_batches' batches
+    // (app/onnx_evaluation.h): the evaluation set as model inputs, eval_batches' batches
     // each padded to its longest feature, and the metrics of the outputs for those batches, in
     // the same order. evaluate() is score() of model()'s outputs. Masked-LM, which has no
     // exported form, throws.

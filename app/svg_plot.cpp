@@ -1,4 +1,4 @@
-#include "trainers/svg_plot.h"
+#include "app/svg_plot.h"
 
 #include <algorithm>
 #include <cmath>

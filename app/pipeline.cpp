@@ -1,4 +1,4 @@
-#include "trainers/pipeline.h"
+#include "app/pipeline.h"
 
 #include <unistd.h>
 
@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "app/calibrate.h"
+#include "app/export.h"
+#include "app/onnx_evaluation.h"
+#include "app/pipeline_report.h"
 #include "json/json_file.h"
-#include "trainers/calibrate.h"
-#include "trainers/export.h"
-#include "trainers/onnx_evaluation.h"
-#include "trainers/pipeline_report.h"
 #include "trainers/trainer.h"
 
 namespace qdq {
@@ -140,7 +140,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
 
     if (config.pipeline.onnx) results["onnx"] = onnx_stage(config, fp32, qat);
 
-    // One flat object of every stage's metrics, for sweeps over pipelines (trainers/sweep.h).
+    // One flat object of every stage's metrics, for sweeps over pipelines (app/sweep.h).
     nlohmann::json summary;
     auto add = [&](const std::string& prefix, const nlohmann::json& metrics) {
         for (const auto& [name, value] : metrics.items())

@@ -1,4 +1,4 @@
-#include "trainers/onnx_evaluation.h"
+#include "app/onnx_evaluation.h"
 
 #include <algorithm>
 

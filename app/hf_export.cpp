@@ -1,4 +1,4 @@
-#include "trainers/hf_export.h"
+#include "app/hf_export.h"
 
 #include <filesystem>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// The table of a pipeline run (trainers/pipeline.h): results.json (every stage's metrics and
+// The table of a pipeline run (app/pipeline.h): results.json (every stage's metrics and
 // the calibration summary) and results.md, one row per model — FP32, PTQ by each calibration
 // method, QAT, and the ONNX Runtime evaluations when there are — in the task's own metrics
 // (accuracy in %, or SQuAD exact match and F1), with the change from FP32 and, for ONNX, latency.

@@ -1,4 +1,4 @@
-#include "trainers/training_curves.h"
+#include "app/training_curves.h"
 
 #include <fstream>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainers/svg_plot.h"
+#include "app/svg_plot.h"
 
 namespace qdq {
 

@@ -10,7 +10,7 @@
 //                            checkpoint of `qdqtrain eval` / `export` with the same config
 //   calibration.json         metrics per method, calibration cost, every quantizer's ranges,
 //                            clipped fraction and SQNR per method, histograms, sensitivity
-//   calibration_report.md    the same for people, with plots/*.svg (trainers/calibration_report.h)
+//   calibration_report.md    the same for people, with plots/*.svg (app/calibration_report.h)
 #pragma once
 
 #include <string>

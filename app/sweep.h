@@ -4,9 +4,9 @@
 //   {"config": "imdb.json",             base run config, relative to the sweep file
 //    "output_dir": "runs/sweep",        run directories go in here: run-000, run-001, ...
 //    "results_dir": "experiments/results/imdb",  where the tables go (default: output_dir);
-//                                       trainers/sweep_report.h
+//                                       app/sweep_report.h
 //    "command": "train",                the qdqtrain command each run executes: train, or pipeline
-//                                       (trainers/pipeline.h; metrics from results.json's summary,
+//                                       (app/pipeline.h; metrics from results.json's summary,
 //                                       e.g. "qat_accuracy", "ptq_f1", "onnx_int8_accuracy")
 //    "grid": {"training.learning_rate": [1e-4, 3e-4], "training.seed": [1, 2]},
 //    "random": {"count": 6, "seed": 0,  and/or random draws (after the grid's product):

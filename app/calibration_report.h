@@ -1,4 +1,4 @@
-// The human-readable side of `qdqtrain calibrate` (trainers/calibrate.h): from what
+// The human-readable side of `qdqtrain calibrate` (app/calibrate.h): from what
 // calibration.json holds, calibration_report.md in the output directory, with SVG plots under
 // plots/ (the metric by method, and the histogram of each activation quantizer with the range
 // each method chose).

@@ -1,4 +1,4 @@
-#include "trainers/calibrate.h"
+#include "app/calibrate.h"
 
 #include <algorithm>
 #include <ctime>
@@ -9,12 +9,12 @@
 #include <map>
 #include <optional>
 
+#include "app/calibration_report.h"
 #include "autograd/tape.h"
 #include "json/json_file.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
-#include "trainers/calibration_report.h"
 #include "trainers/checkpoint.h"
 #include "trainers/run_precision.h"
 #include "trainers/trainer.h"

@@ -1,4 +1,4 @@
-#include "trainers/sweep.h"
+#include "app/sweep.h"
 
 #include <fcntl.h>
 #include <spawn.h>

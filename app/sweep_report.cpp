@@ -1,4 +1,4 @@
-#include "trainers/sweep_report.h"
+#include "app/sweep_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +7,11 @@
 #include <fstream>
 #include <optional>
 
+#include "app/pipeline_report.h"
+#include "app/svg_plot.h"
+#include "app/training_curves.h"
 #include "json/json_file.h"
-#include "trainers/pipeline_report.h"
 #include "trainers/run_config.h"
-#include "trainers/svg_plot.h"
-#include "trainers/training_curves.h"
 
 namespace qdq {
 

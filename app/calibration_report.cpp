@@ -1,4 +1,4 @@
-#include "trainers/calibration_report.h"
+#include "app/calibration_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "trainers/svg_plot.h"
+#include "app/svg_plot.h"
 
 namespace qdq {
 

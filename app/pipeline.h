@@ -5,9 +5,9 @@
 // section (run_config.h). Every stage writes its own folder under training.output_dir and is
 // skipped when its result is there, so a rerun after an interruption goes on where it stopped:
 //   fp32/        the FP32 run                     qat/    the QAT run
-//   calibrate/   calibrate's output (trainers/calibrate.h)
+//   calibrate/   calibrate's output (app/calibrate.h)
 //   onnx/        model_fp32.onnx, model_int8.onnx (pipeline.onnx_target) and evaluation.json:
-//                both run in ONNX Runtime on the evaluation set (trainers/onnx_evaluation.h)
+//                both run in ONNX Runtime on the evaluation set (app/onnx_evaluation.h)
 //   results.json, results.md   one row per stage: the task's metrics (and ONNX latency)
 #pragma once
 

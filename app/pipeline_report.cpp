@@ -1,12 +1,12 @@
-#include "trainers/pipeline_report.h"
+#include "app/pipeline_report.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "app/svg_plot.h"
+#include "app/training_curves.h"
 #include "json/json_file.h"
-#include "trainers/svg_plot.h"
-#include "trainers/training_curves.h"
 
 namespace qdq {
 

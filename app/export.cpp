@@ -1,4 +1,4 @@
-#include "trainers/export.h"
+#include "app/export.h"
 
 #include <iostream>
 #include <stdexcept>

@@ -1,6 +1,6 @@
-// What a sweep leaves for its readers, in its results_dir (trainers/sweep.h): results.json and
+// What a sweep leaves for its readers, in its results_dir (app/sweep.h): results.json and
 // results.md, every run's swept values and final metrics sorted by the sweep's metric. A sweep of
-// pipelines adds, above that, the FP32 / PTQ / QAT / ONNX table of trainers/pipeline_report.h
+// pipelines adds, above that, the FP32 / PTQ / QAT / ONNX table of app/pipeline_report.h
 // with each cell the mean ± standard deviation over the runs that differ only by training.seed
 // (one table per setting of the other swept keys), a bar chart of each, and the training curves
 // of every run under plots/.
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainers/sweep.h"
+#include "app/sweep.h"
 
 namespace qdq {
 
