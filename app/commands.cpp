@@ -122,102 +122,102 @@ int run_save_pretrained(const RunConfig& config, std::map<std::string, std::stri
     return 0;
 }
 
+const char* const kTrainUsage =
+    "usage: qdqtrain train CONFIG [--set KEY=VALUE]... [--no-resume]\n";
+const char* const kTrainHelp =
+    "Trains as CONFIG says, writing into training.output_dir: config.json, metrics.jsonl,\n"
+    "checkpoints, and at the end model.h5 and eval_results.json. A run whose output_dir\n"
+    "holds checkpoints resumes from the newest one and reaches the same weights as a run\n"
+    "never stopped. Ctrl-C (or SIGTERM) saves a checkpoint and exits with 130.\n"
+    "\n"
+    "  --no-resume       delete the output_dir's checkpoints and start from step 0\n";
+
+const char* const kCalibrateUsage =
+    "usage: qdqtrain calibrate CONFIG [--checkpoint PATH] [--out DIR] [--sensitivity MODE] [--all-methods]\n"
+    "                          [--set KEY=VALUE]...\n";
+const char* const kCalibrateHelp =
+    "Post-training quantization. Attaches the quantizers of the config's \"quantization\"\n"
+    "section to the fine-tuned float model, evaluates it, runs quantization.calibration_examples\n"
+    "training examples through it once, and for quantization.calibrator (at\n"
+    "quantization.percentile) reads the ranges, evaluates and writes DIR/<method>/model.h5 (the\n"
+    "model.init of a QAT run). Also writes DIR/calibration.json and DIR/calibration_report.md\n"
+    "with per-quantizer ranges, clipped fractions, SQNR, histograms and a sensitivity sweep.\n"
+    "\n"
+    "  --checkpoint PATH the float weights (default: model.init)\n"
+    "  --out DIR         output directory (default: training.output_dir)\n"
+    "  --sensitivity M   none, layers (default: each layer left in float in turn) or\n"
+    "                    quantizers (each quantizer left in float in turn)\n"
+    "  --all-methods     every method of the PTQ table: max, percentile 99.9, 99.99 and\n"
+    "                    99.999, mse, entropy, from the same pass\n";
+
+const char* const kPipelineUsage =
+    "usage: qdqtrain pipeline CONFIG [--set KEY=VALUE]...\n";
+const char* const kPipelineHelp =
+    "Runs the whole path on one config: fine-tunes in FP32 (output_dir/fp32), calibrates by\n"
+    "every method (calibrate/), fine-tunes with quantization from the best calibration at\n"
+    "pipeline.qat_learning_rate_ratio of the learning rate (qat/), exports both models to\n"
+    "ONNX and evaluates and times them in ONNX Runtime (onnx/), and writes results.md and\n"
+    "results.json. Stages already done are skipped; an interrupted stage resumes.\n";
+
+const char* const kEvalUsage =
+    "usage: qdqtrain eval CONFIG --checkpoint PATH [--set KEY=VALUE]... [--out FILE]\n";
+const char* const kEvalHelp =
+    "Evaluates the weights of PATH (a checkpoint, model.h5, a .safetensors file or a\n"
+    "Hugging Face directory) on the config's eval files and prints the metrics as JSON.\n"
+    "\n"
+    "  --checkpoint PATH the weights to evaluate (required)\n"
+    "  --out FILE        write the metrics there instead of stdout\n";
+
+const char* const kPredictUsage =
+    "usage: qdqtrain predict CONFIG --checkpoint PATH --input FILE [--set KEY=VALUE]... [--out FILE]\n";
+const char* const kPredictHelp =
+    "Predicts for every example of FILE (read as the config's eval files are):\n"
+    "classification writes [{\"id\", \"label\", \"probabilities\"}], SQuAD writes\n"
+    "{\"question id\": \"answer\"} as the official evaluate-v1.1.py reads it.\n"
+    "\n"
+    "  --checkpoint PATH the weights to use (required)\n"
+    "  --input FILE      the examples (required)\n"
+    "  --out FILE        write the predictions there instead of stdout\n";
+
+const char* const kExportUsage =
+    "usage: qdqtrain export CONFIG --checkpoint PATH --out FILE [--target TARGET] [--set KEY=VALUE]...\n";
+const char* const kExportHelp =
+    "Writes the task model of CONFIG with the weights of PATH as an ONNX model (opset 13;\n"
+    "inputs input_ids, attention_mask, token_type_ids, int64 [batch, sequence]; outputs\n"
+    "logits, or start_logits and end_logits). With a \"quantization\" section the\n"
+    "checkpoint's ranges (from 'qdqtrain calibrate' or a QAT run) become QuantizeLinear /\n"
+    "DequantizeLinear pairs where the model quantizes, and nowhere else; without one the\n"
+    "model is float. Only 8-bit quantizers with narrow_range false can be exported.\n"
+    "\n"
+    "  --checkpoint PATH the weights (required)\n"
+    "  --out FILE        the ONNX file to write (required)\n"
+    "  --target TARGET   tensorrt (default: int8 Q/DQ, zero point 0) or onnxruntime-cpu\n"
+    "                    (uint8 activations, int8 weights: ORT's fast x86 kernels)\n";
+
+const char* const kSavePretrainedUsage =
+    "usage: qdqtrain save-pretrained CONFIG --checkpoint PATH --out DIR [--set KEY=VALUE]...\n";
+const char* const kSavePretrainedHelp =
+    "Writes the float task model of CONFIG with the weights of PATH as a Hugging Face\n"
+    "directory: config.json, model.safetensors, vocab.txt and tokenizer_config.json, which\n"
+    "transformers' from_pretrained and this project's model.init both load.\n"
+    "\n"
+    "  --checkpoint PATH the weights (required)\n"
+    "  --out DIR         the directory to write (required)\n";
+
 }  // namespace
 
 const std::map<std::string, Command>& config_commands() {
     static const std::map<std::string, Command> table = {
-        {"train",
-         {"usage: qdqtrain train CONFIG [--set KEY=VALUE]... [--no-resume]\n",
-          "Trains as CONFIG says, writing into training.output_dir: config.json, metrics.jsonl,\n"
-          "checkpoints, and at the end model.h5 and eval_results.json. A run whose output_dir\n"
-          "holds checkpoints resumes from the newest one and reaches the same weights as a run\n"
-          "never stopped. Ctrl-C (or SIGTERM) saves a checkpoint and exits with 130.\n"
-          "\n"
-          "  --no-resume       delete the output_dir's checkpoints and start from step 0\n",
-          {},
-          {"--no-resume"},
-          run_train}},
+        {"train", {kTrainUsage, kTrainHelp, {}, {"--no-resume"}, run_train}},
         {"calibrate",
-         {"usage: qdqtrain calibrate CONFIG [--checkpoint PATH] [--out DIR] [--sensitivity MODE] [--all-methods]\n"
-          "                          [--set KEY=VALUE]...\n",
-          "Post-training quantization. Attaches the quantizers of the config's \"quantization\"\n"
-          "section to the fine-tuned float model, evaluates it, runs quantization.calibration_examples\n"
-          "training examples through it once, and for quantization.calibrator (at\n"
-          "quantization.percentile) reads the ranges, evaluates and writes DIR/<method>/model.h5 (the\n"
-          "model.init of a QAT run). Also writes DIR/calibration.json and DIR/calibration_report.md\n"
-          "with per-quantizer ranges, clipped fractions, SQNR, histograms and a sensitivity sweep.\n"
-          "\n"
-          "  --checkpoint PATH the float weights (default: model.init)\n"
-          "  --out DIR         output directory (default: training.output_dir)\n"
-          "  --sensitivity M   none, layers (default: each layer left in float in turn) or\n"
-          "                    quantizers (each quantizer left in float in turn)\n"
-          "  --all-methods     every method of the PTQ table: max, percentile 99.9, 99.99 and\n"
-          "                    99.999, mse, entropy, from the same pass\n",
-          {"--checkpoint", "--out", "--sensitivity"},
-          {"--all-methods"},
-          run_calibrate,
+         {kCalibrateUsage, kCalibrateHelp, {"--checkpoint", "--out", "--sensitivity"}, {"--all-methods"}, run_calibrate,
           {"--checkpoint", "--out", "--sensitivity"}}},
-        {"pipeline",
-         {"usage: qdqtrain pipeline CONFIG [--set KEY=VALUE]...\n",
-          "Runs the whole path on one config: fine-tunes in FP32 (output_dir/fp32), calibrates by\n"
-          "every method (calibrate/), fine-tunes with quantization from the best calibration at\n"
-          "pipeline.qat_learning_rate_ratio of the learning rate (qat/), exports both models to\n"
-          "ONNX and evaluates and times them in ONNX Runtime (onnx/), and writes results.md and\n"
-          "results.json. Stages already done are skipped; an interrupted stage resumes.\n",
-          {},
-          {},
-          run_pipeline}},
-        {"eval",
-         {"usage: qdqtrain eval CONFIG --checkpoint PATH [--set KEY=VALUE]... [--out FILE]\n",
-          "Evaluates the weights of PATH (a checkpoint, model.h5, a .safetensors file or a\n"
-          "Hugging Face directory) on the config's eval files and prints the metrics as JSON.\n"
-          "\n"
-          "  --checkpoint PATH the weights to evaluate (required)\n"
-          "  --out FILE        write the metrics there instead of stdout\n",
-          {"--checkpoint", "--out"},
-          {},
-          run_eval}},
-        {"predict",
-         {"usage: qdqtrain predict CONFIG --checkpoint PATH --input FILE [--set KEY=VALUE]... [--out FILE]\n",
-          "Predicts for every example of FILE (read as the config's eval files are):\n"
-          "classification writes [{\"id\", \"label\", \"probabilities\"}], SQuAD writes\n"
-          "{\"question id\": \"answer\"} as the official evaluate-v1.1.py reads it.\n"
-          "\n"
-          "  --checkpoint PATH the weights to use (required)\n"
-          "  --input FILE      the examples (required)\n"
-          "  --out FILE        write the predictions there instead of stdout\n",
-          {"--checkpoint", "--input", "--out"},
-          {},
-          run_predict}},
-        {"export",
-         {"usage: qdqtrain export CONFIG --checkpoint PATH --out FILE [--target TARGET] [--set KEY=VALUE]...\n",
-          "Writes the task model of CONFIG with the weights of PATH as an ONNX model (opset 13;\n"
-          "inputs input_ids, attention_mask, token_type_ids, int64 [batch, sequence]; outputs\n"
-          "logits, or start_logits and end_logits). With a \"quantization\" section the\n"
-          "checkpoint's ranges (from 'qdqtrain calibrate' or a QAT run) become QuantizeLinear /\n"
-          "DequantizeLinear pairs where the model quantizes, and nowhere else; without one the\n"
-          "model is float. Only 8-bit quantizers with narrow_range false can be exported.\n"
-          "\n"
-          "  --checkpoint PATH the weights (required)\n"
-          "  --out FILE        the ONNX file to write (required)\n"
-          "  --target TARGET   tensorrt (default: int8 Q/DQ, zero point 0) or onnxruntime-cpu\n"
-          "                    (uint8 activations, int8 weights: ORT's fast x86 kernels)\n",
-          {"--checkpoint", "--out", "--target"},
-          {},
-          run_export,
-          {"--target"}}},
+        {"pipeline", {kPipelineUsage, kPipelineHelp, {}, {}, run_pipeline}},
+        {"eval", {kEvalUsage, kEvalHelp, {"--checkpoint", "--out"}, {}, run_eval}},
+        {"predict", {kPredictUsage, kPredictHelp, {"--checkpoint", "--input", "--out"}, {}, run_predict}},
+        {"export", {kExportUsage, kExportHelp, {"--checkpoint", "--out", "--target"}, {}, run_export, {"--target"}}},
         {"save-pretrained",
-         {"usage: qdqtrain save-pretrained CONFIG --checkpoint PATH --out DIR [--set KEY=VALUE]...\n",
-          "Writes the float task model of CONFIG with the weights of PATH as a Hugging Face\n"
-          "directory: config.json, model.safetensors, vocab.txt and tokenizer_config.json, which\n"
-          "transformers' from_pretrained and this project's model.init both load.\n"
-          "\n"
-          "  --checkpoint PATH the weights (required)\n"
-          "  --out DIR         the directory to write (required)\n",
-          {"--checkpoint", "--out"},
-          {},
-          run_save_pretrained,
-          {}}},
+         {kSavePretrainedUsage, kSavePretrainedHelp, {"--checkpoint", "--out"}, {}, run_save_pretrained, {}}},
     };
     return table;
 }

@@ -114,151 +114,190 @@ StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const 
     return out;
 }
 
+namespace {
+
+// One call of train(): what its steps share.
+struct Run {
+    const RunConfig& config;
+    const TrainingSettings& t;
+    Task& task;
+    nn::Module& model;
+    std::vector<ParamGroup> groups;
+    AdamW optimizer;
+    BatchLoader loader;
+    std::vector<int32_t> lengths;  // of the training examples, to count the tokens seen
+    Rng data_rng;                  // its own stream, apart from init and dropout
+    TrainerState state;
+    std::string out_dir, metric;
+    nlohmann::json resolved;  // the config as saved in every checkpoint
+    double start = 0;         // now_seconds() less the training time of earlier runs
+    int64_t last_saved = 0, last_evaluated = -1;
+    nlohmann::json last_metrics;
+
+    double epoch() const {
+        return (double)(state.step * t.gradient_accumulation_steps) / (double)loader.batches_per_epoch();
+    }
+};
+
+LoaderOptions loader_options(const TrainingSettings& t) {
+    LoaderOptions o;
+    o.batch_size = t.per_device_train_batch_size;
+    o.seed = t.seed;
+    o.group_by_length = t.group_by_length;
+    return o;
+}
+
+// Continues from the newest checkpoint of the output directory, or (without resume) deletes them.
+void resume_or_start(Run& r, bool resume) {
+    std::vector<std::string> existing = list_checkpoints(r.out_dir);
+    if (!resume) {
+        for (const std::string& path : existing) fs::remove(path);
+        return;
+    }
+    if (existing.empty()) return;
+    const std::string& path = existing.back();
+    Checkpoint c = load_checkpoint(path);
+    check_resumable(c.config, r.resolved, path);
+    nn::LoadReport report = nn::load_state_dict(r.model, c.model, path);
+    if (!report.missing.empty() || !report.unexpected.empty())
+        throw std::runtime_error(path + ": does not fit the model: " + report.summary());
+    load_state(r.optimizer.state, c.optimizer, path);
+    r.state = c.state;
+    r.task.dropout_rng().state = r.state.dropout_rng;
+    r.data_rng.state = r.state.data_rng;
+    r.loader.seek(r.state.loader);
+    r.last_saved = r.state.step;
+}
+
+void save(Run& r) {
+    r.state.dropout_rng = r.task.dropout_rng().state;
+    r.state.data_rng = r.data_rng.state;
+    r.state.loader = r.loader.position();
+    r.state.seconds = now_seconds() - r.start;
+    save_checkpoint(r.out_dir + "/" + checkpoint_name(r.state.step), {r.model.state_dict(), r.optimizer.state, r.state, r.resolved});
+    prune_checkpoints(r.out_dir, r.t.save_total_limit, r.t.load_best_model_at_end ? r.state.best_checkpoint : "");
+    r.last_saved = r.state.step;
+}
+
+// Logs the task's metrics; returns true when they are the best so far.
+bool evaluate(Run& r, RunLog& log) {
+    r.last_metrics = r.task.evaluate(r.t.per_device_eval_batch_size);
+    r.last_evaluated = r.state.step;
+    nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()}};
+    if (r.state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = r.state.input_tokens_seen;
+    for (const auto& [key, value] : r.last_metrics.items()) record[key.starts_with("eval_") ? key : "eval_" + key] = value;
+    log.write(record);
+    if (!r.last_metrics.contains(r.metric))
+        throw std::runtime_error(r.config.source + ": training.metric_for_best_model '" + r.metric +
+                                 "' is not a metric of this task: " + r.last_metrics.dump());
+    const double value = r.last_metrics[r.metric].get<double>();
+    if (r.state.best_metric && !is_improvement(r.t, r.metric, value, *r.state.best_metric)) return false;
+    r.state.best_metric = value;
+    r.state.best_checkpoint = checkpoint_name(r.state.step);
+    return true;
+}
+
+// The step's counters, and every logging_steps a record of the mean loss since the last one.
+void record_step(Run& r, RunLog& log, const StepResult& step, double lr, int64_t total_steps) {
+    if (r.state.input_tokens_seen >= 0)
+        for (int64_t i : step.examples) r.state.input_tokens_seen += r.lengths[(size_t)i];
+    r.state.log_loss_sum += step.loss;
+    ++r.state.log_steps;
+    if (r.state.step % r.t.logging_steps != 0 && r.state.step != total_steps) return;
+    nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()},
+                             {"loss", r.state.log_loss_sum / (double)r.state.log_steps}, {"learning_rate", lr},
+                             {"grad_norm", step.grad_norm}, {"seconds", now_seconds() - r.start}};
+    if (r.state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = r.state.input_tokens_seen;
+    log.write(record);
+    r.state.log_loss_sum = 0;
+    r.state.log_steps = 0;
+}
+
+// model.h5 (the final weights, or the best with load_best_model_at_end) and eval_results.json.
+TrainOutcome finish(Run& r, RunLog& log) {
+    if (r.last_evaluated != r.state.step) evaluate(r, log);  // a resumed run that was already complete
+    if (r.t.load_best_model_at_end && !r.state.best_checkpoint.empty() &&
+        r.state.best_checkpoint != checkpoint_name(r.state.step)) {
+        const std::string best = r.out_dir + "/" + r.state.best_checkpoint;
+        nn::load_state_dict(r.model, load_checkpoint(best).model, best);
+        r.last_metrics = r.task.evaluate(r.t.per_device_eval_batch_size);
+        log.note("loaded the best model (" + r.state.best_checkpoint + ", " + r.metric + " " +
+                 std::to_string(*r.state.best_metric) + ")");
+    }
+    nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
+    write_json_file(r.out_dir + "/eval_results.json", r.last_metrics);
+    return {TrainStatus::finished, r.state.step, r.last_metrics, ""};
+}
+
+// Quantization-aware training: the ranges come from model.init (a calibrated checkpoint) or a
+// resumed checkpoint. Recalibrated weight ranges are taken once, at step 0, so a resumed run
+// keeps the ranges it started with.
+void start_quantized(const RunConfig& config, nn::Module& model, int64_t step) {
+    if (!config.quantization) return;
+    if (step == 0 && config.quantization->recalibrate_weights) calibrate_weights(model);
+    check_calibrated(model, "QAT starts from a checkpoint written by 'qdqtrain calibrate' (model.init)");
+    set_quant_mode(model, QuantMode::Quantizing);
+}
+
+}  // namespace
+
 TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options) {
     const TrainingSettings& t = config.training;
     MatmulPrecisionGuard precision(run_matmul_precision(t));
-    const std::string out_dir = t.output_dir;
-    fs::create_directories(out_dir);
-    const nlohmann::json resolved = saved_run_config(config, task);
+    if (task.train_size() == 0) throw std::runtime_error(config.source + ": the training set is empty");
+    fs::create_directories(t.output_dir);
     nn::Module& model = task.model();
-
     std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), t.weight_decay);
     AdamW optimizer = make_adamw(groups, {t.adam_beta1, t.adam_beta2, t.adam_epsilon});
-    LoaderOptions loader_options;
-    loader_options.batch_size = t.per_device_train_batch_size;
-    loader_options.seed = t.seed;
-    loader_options.group_by_length = t.group_by_length;
-    if (task.train_size() == 0) throw std::runtime_error(config.source + ": the training set is empty");
     const std::vector<int32_t> lengths = task.train_lengths();
-    BatchLoader loader(task.train_size(), loader_options, t.group_by_length ? lengths : std::vector<int32_t>{});
-    const int64_t total_steps = total_train_steps(t, loader.batches_per_epoch());
+    Run r{config, t, task, model, groups, std::move(optimizer),
+          BatchLoader(task.train_size(), loader_options(t), t.group_by_length ? lengths : std::vector<int32_t>{}),
+          lengths, Rng(t.seed ^ 0x6461746172616e64ull)};
+    r.out_dir = t.output_dir;
+    r.metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
+    r.resolved = saved_run_config(config, task);
+    const int64_t total_steps = total_train_steps(t, r.loader.batches_per_epoch());
     const ScheduleOptions schedule = schedule_options(t, total_steps);
-    const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
 
-    TrainerState state;
-    Rng data_rng(t.seed ^ 0x6461746172616e64ull);  // its own stream, apart from init and dropout
-    std::vector<std::string> existing = list_checkpoints(out_dir);
-    if (options.resume && !existing.empty()) {
-        Checkpoint c = load_checkpoint(existing.back());
-        check_resumable(c.config, resolved, existing.back());
-        nn::LoadReport report = nn::load_state_dict(model, c.model, existing.back());
-        if (!report.missing.empty() || !report.unexpected.empty())
-            throw std::runtime_error(existing.back() + ": does not fit the model: " + report.summary());
-        load_state(optimizer.state, c.optimizer, existing.back());
-        state = c.state;
-        task.dropout_rng().state = state.dropout_rng;
-        data_rng.state = state.data_rng;
-        loader.seek(state.loader);
-    } else if (!options.resume) {
-        for (const std::string& path : existing) fs::remove(path);
-    }
-    if (config.quantization) {
-        // Quantization-aware training: the ranges come from model.init (a calibrated checkpoint)
-        // or a resumed checkpoint. Recalibrated weight ranges are taken once, at step 0, so a
-        // resumed run keeps the ranges it started with.
-        if (state.step == 0 && config.quantization->recalibrate_weights) calibrate_weights(model);
-        check_calibrated(model, "QAT starts from a checkpoint written by 'qdqtrain calibrate' (model.init)");
-        set_quant_mode(model, QuantMode::Quantizing);
-    }
-    for (const auto& entry : fs::directory_iterator(out_dir))  // left by a run killed mid-write
+    resume_or_start(r, options.resume);
+    start_quantized(config, model, r.state.step);
+    for (const auto& entry : fs::directory_iterator(r.out_dir))  // left by a run killed mid-write
         if (entry.path().extension() == ".tmp") fs::remove(entry.path());
-    write_json_file(out_dir + "/config.json", resolved);
-    RunLog log(out_dir + "/metrics.jsonl", state.step, total_steps, options.progress_bar);
-    if (state.step > 0)
-        log.note("resuming " + out_dir + " at step " + std::to_string(state.step) + " of " + std::to_string(total_steps));
+    write_json_file(r.out_dir + "/config.json", r.resolved);
+    RunLog log(r.out_dir + "/metrics.jsonl", r.state.step, total_steps, options.progress_bar);
+    if (r.state.step > 0)
+        log.note("resuming " + r.out_dir + " at step " + std::to_string(r.state.step) + " of " + std::to_string(total_steps));
 
-    double start = now_seconds() - state.seconds;
+    r.start = now_seconds() - r.state.seconds;
     const double run_start = now_seconds();
-    const int64_t first_step = state.step;
-    int64_t last_saved = state.step, last_evaluated = -1;
-    nlohmann::json last_metrics;
-
-    auto epoch_now = [&] {
-        return (double)(state.step * t.gradient_accumulation_steps) / (double)loader.batches_per_epoch();
-    };
-    auto save = [&] {
-        state.dropout_rng = task.dropout_rng().state;
-        state.data_rng = data_rng.state;
-        state.loader = loader.position();
-        state.seconds = now_seconds() - start;
-        Checkpoint c{model.state_dict(), optimizer.state, state, resolved};
-        save_checkpoint(out_dir + "/" + checkpoint_name(state.step), c);
-        prune_checkpoints(out_dir, t.save_total_limit, t.load_best_model_at_end ? state.best_checkpoint : "");
-        last_saved = state.step;
-    };
-    // Returns true when this evaluation is the best so far.
-    auto evaluate = [&] {
-        last_metrics = task.evaluate(t.per_device_eval_batch_size);
-        last_evaluated = state.step;
-        nlohmann::json record = {{"step", state.step}, {"epoch", epoch_now()}};
-        if (state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = state.input_tokens_seen;
-        for (const auto& [key, value] : last_metrics.items())
-            record[key.rfind("eval_", 0) == 0 ? key : "eval_" + key] = value;
-        log.write(record);
-        if (!last_metrics.contains(metric))
-            throw std::runtime_error(config.source + ": training.metric_for_best_model '" + metric +
-                                     "' is not a metric of this task: " + last_metrics.dump());
-        double value = last_metrics[metric].get<double>();
-        if (state.best_metric && !is_improvement(t, metric, value, *state.best_metric)) return false;
-        state.best_metric = value;
-        state.best_checkpoint = checkpoint_name(state.step);
-        return true;
-    };
-
-    while (state.step < total_steps) {
+    const int64_t first_step = r.state.step;
+    while (r.state.step < total_steps) {
         if (stop_requested) {
             stop_requested = 0;  // honoured: a later train() in this process starts afresh
-            if (last_saved != state.step) save();
-            log.note("stopped at step " + std::to_string(state.step) + "; the checkpoint there resumes the run");
-            return {TrainStatus::interrupted, state.step, last_metrics, "interrupted"};
+            if (r.last_saved != r.state.step) save(r);
+            log.note("stopped at step " + std::to_string(r.state.step) + "; the checkpoint there resumes the run");
+            return {TrainStatus::interrupted, r.state.step, r.last_metrics, "interrupted"};
         }
         model.train();
-        const double lr = learning_rate(schedule, state.step);
-        const StepResult step = optimizer_step(task, loader, data_rng, groups, optimizer, t, lr);
+        const double lr = learning_rate(schedule, r.state.step);
+        const StepResult step = optimizer_step(task, r.loader, r.data_rng, r.groups, r.optimizer, t, lr);
         if (!step.bad.empty()) {
-            std::string kept = last_saved > 0 ? out_dir + "/" + checkpoint_name(last_saved) : "none was written";
-            std::string message = "training diverged at step " + std::to_string(state.step + 1) + ": " + step.bad +
+            std::string kept = r.last_saved > 0 ? r.out_dir + "/" + checkpoint_name(r.last_saved) : "none was written";
+            std::string message = "training diverged at step " + std::to_string(r.state.step + 1) + ": " + step.bad +
                                   "; nothing was saved after it (last checkpoint: " + kept + ")";
             log.note(message);
-            return {TrainStatus::diverged, state.step, last_metrics, message};
+            return {TrainStatus::diverged, r.state.step, r.last_metrics, message};
         }
-        ++state.step;
-        if (state.input_tokens_seen >= 0)
-            for (int64_t i : step.examples) state.input_tokens_seen += lengths[(size_t)i];
-        state.log_loss_sum += step.loss;
-        ++state.log_steps;
-
-        const double rate = (double)(state.step - first_step) / std::max(1e-9, now_seconds() - run_start);
-        log.progress(state.step, step.loss, rate);
-        if (state.step % t.logging_steps == 0 || state.step == total_steps) {
-            nlohmann::json record = {{"step", state.step}, {"epoch", epoch_now()},
-                                     {"loss", state.log_loss_sum / (double)state.log_steps}, {"learning_rate", lr},
-                                     {"grad_norm", step.grad_norm}, {"seconds", now_seconds() - start}};
-            if (state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = state.input_tokens_seen;
-            log.write(record);
-            state.log_loss_sum = 0;
-            state.log_steps = 0;
-        }
-        const bool last = state.step == total_steps;
+        ++r.state.step;
+        record_step(r, log, step, lr, total_steps);
+        log.progress(r.state.step, step.loss, (double)(r.state.step - first_step) / std::max(1e-9, now_seconds() - run_start));
+        const bool last = r.state.step == total_steps;
         bool best = false;
-        if ((t.eval_steps > 0 ? state.step % t.eval_steps == 0 : step.epoch_done) || last) best = evaluate();
-        if ((t.save_steps > 0 ? state.step % t.save_steps == 0 : step.epoch_done) || last || (best && t.load_best_model_at_end))
-            save();
+        if ((t.eval_steps > 0 ? r.state.step % t.eval_steps == 0 : step.epoch_done) || last) best = evaluate(r, log);
+        if ((t.save_steps > 0 ? r.state.step % t.save_steps == 0 : step.epoch_done) || last || (best && t.load_best_model_at_end))
+            save(r);
     }
-    if (last_evaluated != state.step) evaluate();  // a resumed run that was already complete
-
-    std::string final_weights = out_dir + "/" + checkpoint_name(state.step);
-    if (t.load_best_model_at_end && !state.best_checkpoint.empty() &&
-        state.best_checkpoint != checkpoint_name(state.step)) {
-        final_weights = out_dir + "/" + state.best_checkpoint;
-        nn::load_state_dict(model, load_checkpoint(final_weights).model, final_weights);
-        last_metrics = task.evaluate(t.per_device_eval_batch_size);
-        log.note("loaded the best model (" + state.best_checkpoint + ", " + metric + " " +
-                 std::to_string(*state.best_metric) + ")");
-    }
-    nn::save_hdf5(model, task.model_config(), out_dir + "/model.h5");
-    write_json_file(out_dir + "/eval_results.json", last_metrics);
-    return {TrainStatus::finished, state.step, last_metrics, ""};
+    return finish(r, log);
 }
 
 }  // namespace qdq
