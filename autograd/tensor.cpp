@@ -26,6 +26,11 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
                                  shape_str(b.shape()));
 }
 
+void check_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+        if (t->defined() && t->is_cuda()) throw std::runtime_error(std::string(op) + ": no CUDA kernel yet");
+}
+
 float* grad_data_or_null(const Tensor& t) {
     return t.defined() && t.requires_grad() ? t.grad_buffer().f32() : nullptr;
 }

@@ -20,8 +20,8 @@ constexpr int64_t kGrain = 1 << 15;
 constexpr int64_t kBlock = 256;  // bin indices computed (vectorised) this many at a time
 
 void check_cpu_float(const Tensor& x, const char* what) {
-    check(x.defined() && x.dtype() == DType::F32, std::string(what) + ": x must be float32");
-    check(!x.is_cuda(), std::string(what) + ": no CUDA kernel yet");
+    if (!x.defined() || x.dtype() != DType::F32) throw std::runtime_error(std::string(what) + ": x must be float32");
+    check_cpu(what, {&x});
 }
 
 void check_finite(int64_t nonfinite, const char* what) {

@@ -118,7 +118,7 @@ float quant_min(const QuantParams& p) {
 Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     check(x.defined() && x.dtype() == DType::F32, "fake_quant: x must be float32");
     check(amax.defined() && amax.dtype() == DType::F32, "fake_quant: amax must be float32");
-    check(!x.is_cuda() && !amax.is_cuda(), "fake_quant: no CUDA kernel yet");
+    check_cpu("fake_quant", {&x, &amax});
     check(p.num_bits >= 2 && p.num_bits <= 16,
           "fake_quant: num_bits must be in [2, 16], got " + std::to_string(p.num_bits));
     check(!p.learn_amax || !p.axis, "fake_quant: learn_amax is per tensor only");

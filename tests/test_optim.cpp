@@ -1,5 +1,5 @@
 // Optimizers, clipping and LR schedules against PyTorch 1.13 (tests/fixtures/make_optim.py:
-// torch.optim.AdamW and SGD with foreach off, torch.nn.utils.clip_grad_norm_, LambdaLR over
+// torch.optim.AdamW with foreach off, torch.nn.utils.clip_grad_norm_, LambdaLR over
 // transformers' schedule formulas), replayed step by step on the recorded gradients.
 //
 // Tolerance for parameters: rtol 1e-6, atol 5e-7. Our kernels round every intermediate in
@@ -23,7 +23,6 @@
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "optim/schedule.h"
-#include "optim/sgd.h"
 #include "optim/state.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
@@ -243,29 +242,6 @@ TEST(AdamW, ThreadedUpdateMatchesSmallTensors) {
         joined.insert(joined.end(), v.begin(), v.end());
     }
     EXPECT_TRUE(joined == large[0].tensor.to_vector());
-}
-
-class SgdFixture : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(SgdFixture, MatchesTorch) {
-    const json& c = fixture().at(GetParam());
-    const json& p = c.at("params");
-    NamedTensors params = initial_params(c);
-    Sgd opt = make_sgd({{params, p.at("weight_decay")}}, {p.at("momentum"), p.at("nesterov")});
-    for (int s = 0; s < p.at("steps").get<int>(); ++s) {
-        SCOPED_TRACE("step " + std::to_string(s));
-        set_gradients(params, c, s);
-        sgd_step(opt, p.at("lr"));
-        expect_params_match(params, c, "param." + std::to_string(s) + ".");
-    }
-}
-
-INSTANTIATE_TEST_SUITE_P(Sgd, SgdFixture, ::testing::Values("sgd_momentum", "sgd_nesterov"));
-
-TEST(Sgd, RejectsNesterovWithoutMomentum) {
-    NamedTensors params = {{"w", zeros({3}).set_requires_grad()}};
-    expect_error([&] { make_sgd({{params, 0.0}}, {0.0, true}); }, "nesterov");
-    EXPECT_TRUE(make_sgd({{params, 0.0}}).state.empty());
 }
 
 TEST(ClipGradNorm, ReturnsTorchsNormAndScalesLikeTorch) {

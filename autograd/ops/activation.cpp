@@ -59,8 +59,8 @@ void tanh_backward(float* dx, const float* dy, const float* y, int64_t n) {
 }
 
 void check_cpu_float(const Tensor& x, const char* op) {
-    check(x.defined() && x.dtype() == DType::F32, std::string(op) + ": x must be float32");
-    check(!x.is_cuda(), std::string(op) + ": no CUDA kernel yet");
+    if (!x.defined() || x.dtype() != DType::F32) throw std::runtime_error(std::string(op) + ": x must be float32");
+    check_cpu(op, {&x});
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ void cross_entropy_backward(float* dx, const float* x, const LogSumExp* lse,
 Tensor log_softmax(const Tensor& x) {
     check(x.defined() && x.dtype() == DType::F32 && x.dim() >= 1,
           "log_softmax: x must be a float32 tensor with at least one dim");
-    check(!x.is_cuda(), "log_softmax: no CUDA kernel yet");
+    check_cpu("log_softmax", {&x});
     int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
     Tensor y = empty(x.shape());
     float* py = y.f32();
@@ -127,7 +127,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_
           "cross_entropy: logits must be a float32 [N, C] tensor");
     check(labels.defined() && labels.dtype() == DType::I32,
           "cross_entropy: labels must be an int32 tensor");
-    check(!logits.is_cuda() && !labels.is_cuda(), "cross_entropy: no CUDA kernel yet");
+    check_cpu("cross_entropy", {&logits, &labels});
     int64_t rows = logits.size(0), C = logits.size(1);
     check(labels.dim() == 1 && labels.size(0) == rows,
           "cross_entropy: labels must be [" + std::to_string(rows) + "], got " +

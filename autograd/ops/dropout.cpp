@@ -36,7 +36,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
     check(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1), got " + std::to_string(p));
     if (!training || p == 0.0f) return x;
     check(x.defined() && x.dtype() == DType::F32, "dropout: x must be float32");
-    check(!x.is_cuda(), "dropout: no CUDA kernel yet");
+    check_cpu("dropout", {&x});
     uint64_t key = rng.next_u64();
     float scale = 1.0f / (1.0f - p);
     Tensor y = empty(x.shape());

@@ -15,8 +15,7 @@ constexpr int64_t kGrain = 1 << 15;
 // y[i] = f(a[ia(i)], b[ib(i)]) over the broadcast shape.
 template <typename F>
 Tensor binary_forward(const Tensor& a, const Tensor& b, const char* name, F f) {
-    check(a.device() == Device::CPU && b.device() == Device::CPU,
-          std::string(name) + ": this op has no CUDA kernel yet");
+    check_cpu(name, {&a, &b});
     Shape shape = broadcast_shapes(a.shape(), b.shape());
     Tensor y = empty(shape);
     float* py = y.f32();

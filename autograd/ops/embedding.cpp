@@ -44,7 +44,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
           "embedding: weight must be a float32 [V, C] tensor");
     check(ids.defined() && ids.dtype() == DType::I32,
           "embedding: ids must be an int32 tensor");
-    check(!weight.is_cuda() && !ids.is_cuda(), "embedding: no CUDA kernel yet");
+    check_cpu("embedding", {&weight, &ids});
     int64_t vocab = weight.size(0), C = weight.size(1), n = ids.numel();
     const int32_t* pid = ids.i32();
     for (int64_t i = 0; i < n; ++i)

@@ -147,7 +147,7 @@ Tensor layer_norm_impl(const char* op, const Tensor& x, const Tensor& residual,
     std::string name(op);
     check(x.defined() && x.dtype() == DType::F32 && x.dim() >= 1 && x.size(-1) > 0,
           name + ": x must be a float32 tensor with a non-empty last dim");
-    check(!x.is_cuda(), name + ": no CUDA kernel yet");
+    check_cpu(op, {&x});
     int64_t C = x.size(-1), rows = x.numel() / C;
     for (const Tensor* p : {&gamma, &beta})
         check(p->defined() && p->dtype() == DType::F32 && p->shape() == Shape{C} && !p->is_cuda(),

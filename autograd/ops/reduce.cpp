@@ -93,7 +93,7 @@ void reduce_axis_backward(float* gx, const float* gy, AxisSplit s, float divisor
 }
 
 Tensor reduce_axis(const Tensor& a, int64_t axis, bool keepdim, bool average, const char* name) {
-    check(!a.is_cuda(), std::string(name) + ": no CUDA kernel yet");
+    check_cpu(name, {&a});
     int64_t ax = normalize_axis(name, axis, a.shape());
     AxisSplit s = split_at_axis(a.shape(), ax);
     Shape shape = a.shape();
@@ -112,7 +112,7 @@ Tensor reduce_axis(const Tensor& a, int64_t axis, bool keepdim, bool average, co
 }
 
 Tensor reduce_all(const Tensor& a, bool average, const char* name) {
-    check(!a.is_cuda(), std::string(name) + ": no CUDA kernel yet");
+    check_cpu(name, {&a});
     int64_t n = a.numel();
     float divisor = average ? (float)n : 1.0f;
     Tensor y = empty({});

@@ -14,7 +14,7 @@ constexpr int64_t kGrain = 1 << 15;
 // y[i] = f(x[i])
 template <typename F>
 Tensor map_forward(const Tensor& x, const char* name, F f) {
-    check(!x.is_cuda(), std::string(name) + ": no CUDA kernel yet");
+    check_cpu(name, {&x});
     Tensor y = empty(x.shape());
     float* py = y.f32();
     const float* px = x.f32();

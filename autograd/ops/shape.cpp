@@ -14,10 +14,6 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 15;
 
-void check_cpu(const Tensor& a, const char* op) {
-    check(!a.is_cuda(), std::string(op) + ": no CUDA kernel yet");
-}
-
 // ---- reshape ----
 
 Shape resolve_view_shape(const Shape& from, const Shape& to) {
@@ -138,7 +134,7 @@ void for_each_output_row(const Permutation& p, Row row) {
 // back through the same map; a permutation is one-to-one, so rows never collide.
 Tensor permuted_copy(const Tensor& x, const Shape& in_shape, const std::vector<int64_t>& dims,
                      const Shape& out_shape, const char* name) {
-    check_cpu(x, name);
+    check_cpu(name, {&x});
     Permutation p = plan_permutation(in_shape, dims);
     Tensor y = empty(out_shape);
     float* py = y.f32();
@@ -242,7 +238,7 @@ Tensor merge_heads(const Tensor& x) {
 }
 
 Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
-    check_cpu(a, "slice");
+    check_cpu("slice", {&a});
     int64_t ax = normalize_axis("slice", axis, a.shape());
     AxisSplit s = split_at_axis(a.shape(), ax);
     check(0 <= start && start <= end && end <= s.n,
@@ -270,7 +266,7 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
     bool any_requires_grad = false;
     for (size_t k = 0; k < parts.size(); ++k) {
         const Shape& pk = parts[k].shape();
-        check_cpu(parts[k], "concat");
+        check_cpu("concat", {&parts[k]});
         bool fits = pk.size() == first.size();
         for (size_t d = 0; fits && d < pk.size(); ++d) fits = d == (size_t)ax || pk[d] == first[d];
         check(fits, "concat: part " + std::to_string(k) + " has shape " + shape_str(pk) +

@@ -75,7 +75,7 @@ void softmax_backward(float* dx, const float* dy, const float* y, float scale, i
 Tensor softmax(const Tensor& x, float scale, const Tensor& mask) {
     check(x.defined() && x.dtype() == DType::F32 && x.dim() >= 1,
           "softmax: x must be a float32 tensor with at least one dim");
-    check(!x.is_cuda(), "softmax: no CUDA kernel yet");
+    check_cpu("softmax", {&x});
     int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
     // Each row of x reads one contiguous row of the mask; which one is the broadcast of the
     // mask's leading dims against x's.
