@@ -86,15 +86,13 @@ nlohmann::json evaluate_without(Task& task, const Quantizers& quantizers,
 
 // Each quantizer after the collecting pass: a weight's range, clipped fraction and SQNR; an
 // activation's histogram.
-nlohmann::json quantizer_stats(const nn::Module& model, const Quantizers& quantizers) {
-    std::map<std::string, Tensor> weights;
-    for (const NamedTensor& p : model.named_parameters()) weights[p.name] = p.tensor;
+nlohmann::json quantizer_stats(const Quantizers& quantizers) {
     nlohmann::json stats = nlohmann::json::array();
     for (auto& [name, q] : quantizers) {
-        nlohmann::json entry = {{"name", name}, {"kind", is_weight_quantizer(name) ? "weight" : "activation"}};
-        if (is_weight_quantizer(name)) {
-            const std::string weight = name.substr(0, name.size() - std::string("_weight_quantizer").size()) + "weight";
-            RangeStats s = tensor_range_stats(weights.at(weight), q->amax, quant_params(q->desc));
+        const bool weight = q->role == QuantRole::Weight;
+        nlohmann::json entry = {{"name", name}, {"kind", weight ? "weight" : "activation"}};
+        if (weight) {
+            RangeStats s = tensor_range_stats(q->weight, q->amax, quant_params(q->desc));
             const float* a = q->amax.f32();
             entry["amax_max"] = *std::max_element(a, a + q->amax.numel());
             entry["amax_min"] = *std::min_element(a, a + q->amax.numel());
@@ -113,7 +111,7 @@ void add_method_stats(nlohmann::json& stats, const Quantizers& quantizers, const
     for (size_t i = 0; i < quantizers.size(); ++i) {
         TensorQuantizer& q = *quantizers[i].second;
         const auto* h = std::get_if<HistogramCalibrator>(&q.calibrator);
-        if (is_weight_quantizer(quantizers[i].first) || !h) continue;
+        if (q.role == QuantRole::Weight || !h) continue;
         RangeStats s = histogram_range_stats(*h, q.amax.item());
         stats[i]["methods"][method] = {{"amax", q.amax.item()}, {"clipped_fraction", s.clipped_fraction},
                                        {"sqnr_db", s.sqnr_db}};
@@ -172,7 +170,7 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
     const double plain_seconds = forward_pass(task, batches, t.seed);
     begin_calibration(model);
     const double collect_seconds = forward_pass(task, batches, t.seed);
-    nlohmann::json stats = quantizer_stats(model, quantizers);
+    nlohmann::json stats = quantizer_stats(quantizers);
 
     nlohmann::json methods = nlohmann::json::array();
     double ranges_seconds = 0;

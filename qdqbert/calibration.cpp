@@ -20,17 +20,12 @@ std::vector<CalibrationMethod> standard_calibration_methods() {
             {AmaxMethod::Percentile, 99.999}, {AmaxMethod::Mse},        {AmaxMethod::Entropy}};
 }
 
-bool is_weight_quantizer(const std::string& name) {
-    const std::string suffix = "_weight_quantizer";
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 void begin_calibration(const nn::Module& model) {
     calibrate_weights(model);
     for (auto& [name, q] : model.named_quantizers()) {
         // The activations are collected from the float model, as PQ's recipe does (quantization
         // off everywhere while calibrating): ranges do not depend on the order layers are visited.
-        if (is_weight_quantizer(name)) {
+        if (q->role == QuantRole::Weight) {
             q->mode = QuantMode::Disabled;
             continue;
         }
@@ -42,7 +37,7 @@ void begin_calibration(const nn::Module& model) {
 void load_activation_ranges(const nn::Module& model, const CalibrationMethod& method) {
     std::vector<std::pair<std::string, TensorQuantizer*>> activations;
     for (auto& [name, q] : model.named_quantizers()) {
-        if (!is_weight_quantizer(name)) activations.emplace_back(name, q);
+        if (q->role == QuantRole::Input) activations.emplace_back(name, q);
         q->mode = QuantMode::Quantizing;
     }
     // MSE and entropy search each histogram in O(bins²): one quantizer per thread. An exception

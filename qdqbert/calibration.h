@@ -29,10 +29,6 @@ std::string calibration_method_name(const CalibrationMethod& method);
 // The rows of the PTQ table: max, percentile 99.9 / 99.99 / 99.999, mse, entropy.
 std::vector<CalibrationMethod> standard_calibration_methods();
 
-// Weights are module state, activations are data: QDQBERT names every weight quantizer
-// "<linear>._weight_quantizer".
-bool is_weight_quantizer(const std::string& name);
-
 // Weight quantizers get their ranges from the current weights (and pass weights through
 // unquantized until the ranges are loaded); activation quantizers forget what they collected and
 // collect.

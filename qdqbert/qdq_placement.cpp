@@ -121,37 +121,40 @@ std::vector<std::string> attach_bert_quantizers(nn::BertModel& bert, const Quant
     QuantDescriptor weight = c.weight;
     if (c.per_tensor_weights) weight.axis.reset();
     std::vector<std::string> attached;
-    // Attaches `name` to `owner` unless the config disables it; returns the quantizer or null.
+    // Attaches `quantizer` to `owner` as `name` unless the config disables it; returns it or null.
     auto attach = [&](nn::Module& owner, const std::string& owner_name, const std::string& name,
-                      const QuantDescriptor& desc, const Shape& amax_shape) -> TensorQuantizer* {
+                      TensorQuantizer quantizer) -> TensorQuantizer* {
         const std::string full = owner_name + "." + name;
         for (const std::regex& r : disabled)
             if (std::regex_search(full, r)) return nullptr;
         attached.push_back(full);
-        return owner.attach_quantizer(name, TensorQuantizer(desc, amax_shape));
+        return owner.attach_quantizer(name, std::move(quantizer));
     };
+    // A new quantizer each time: a copy would share its amax tensor.
+    const auto input = [&] { return TensorQuantizer(c.input); };
     for (int i = 0; i < (int)bert.layers.size(); ++i) {
         if (skip_layers.count(i)) continue;
         for (LinearSite& site : encoder_linears(bert, i)) {
             nn::Linear& l = *site.linear;
-            l.input_quantizer = attach(l, site.name, "_input_quantizer", c.input, {});
-            l.weight_quantizer = attach(l, site.name, "_weight_quantizer", weight, weight_amax_shape(l, weight));
+            l.input_quantizer = attach(l, site.name, "_input_quantizer", input());
+            l.weight_quantizer = attach(l, site.name, "_weight_quantizer",
+                                        TensorQuantizer::for_weight(weight, l.weight, weight_amax_shape(l, weight)));
         }
         nn::BertLayer& layer = *bert.layers[(size_t)i];
         const std::string base = "bert.encoder.layer." + std::to_string(i) + ".";
         if (c.quantize_attention) {
             nn::BertSelfAttention& a = layer.self_attention;
             const std::string name = base + "attention.self";
-            a.matmul_q_input_quantizer = attach(a, name, "matmul_q_input_quantizer", c.input, {});
-            a.matmul_k_input_quantizer = attach(a, name, "matmul_k_input_quantizer", c.input, {});
-            a.matmul_v_input_quantizer = attach(a, name, "matmul_v_input_quantizer", c.input, {});
-            a.matmul_a_input_quantizer = attach(a, name, "matmul_a_input_quantizer", c.input, {});
+            a.matmul_q_input_quantizer = attach(a, name, "matmul_q_input_quantizer", input());
+            a.matmul_k_input_quantizer = attach(a, name, "matmul_k_input_quantizer", input());
+            a.matmul_v_input_quantizer = attach(a, name, "matmul_v_input_quantizer", input());
+            a.matmul_a_input_quantizer = attach(a, name, "matmul_a_input_quantizer", input());
         }
         if (c.quantize_residual) {
             for (auto [out, name] : {std::pair{&layer.attention_output, base + "attention.output"},
                                      std::pair{&layer.output, base + "output"}}) {
-                out->add_local_input_quantizer = attach(*out, name, "add_local_input_quantizer", c.input, {});
-                out->add_residual_input_quantizer = attach(*out, name, "add_residual_input_quantizer", c.input, {});
+                out->add_local_input_quantizer = attach(*out, name, "add_local_input_quantizer", input());
+                out->add_residual_input_quantizer = attach(*out, name, "add_residual_input_quantizer", input());
             }
         }
     }
@@ -163,18 +166,11 @@ void set_quant_mode(const nn::Module& model, QuantMode mode) {
 }
 
 void calibrate_weights(const nn::Module& model) {
-    // Weights are the only quantized operands that are module state: each weight quantizer's
-    // module is a Linear.
-    std::vector<const nn::Module*> stack = {&model};
-    while (!stack.empty()) {
-        const nn::Module* m = stack.back();
-        stack.pop_back();
-        for (const auto& [name, child] : m->children()) stack.push_back(child);
-        const auto* linear = dynamic_cast<const nn::Linear*>(m);
-        if (!linear || !linear->weight_quantizer) continue;
-        TensorQuantizer& q = *linear->weight_quantizer;
+    for (auto& [name, quantizer] : model.named_quantizers()) {
+        TensorQuantizer& q = *quantizer;
+        if (q.role != QuantRole::Weight) continue;
         MaxCalibrator calib{q.desc.axis, {}};
-        collect(calib, linear->weight);
+        collect(calib, q.weight);
         std::vector<float> amax = compute_amax(calib);
         std::copy(amax.begin(), amax.end(), q.amax.f32());
     }

@@ -86,6 +86,13 @@ void TensorQuantizer::load_calib_amax(AmaxMethod method, const HistogramAmaxOpti
     write_amax(amax, {value});
 }
 
+TensorQuantizer TensorQuantizer::for_weight(const QuantDescriptor& d, const Tensor& w, const Shape& amax_shape) {
+    TensorQuantizer q(d, amax_shape);
+    q.role = QuantRole::Weight;
+    q.weight = w;
+    return q;
+}
+
 const char* amax_method_name(AmaxMethod method) { return name_of_choice(method, kAmaxMethodNames); }
 
 }  // namespace qdq

@@ -46,9 +46,15 @@ struct HistogramAmaxOptions {
     int64_t stride = 1;
 };
 
+// What a quantizer quantizes: data flowing through (an input or activation), or a module's own
+// weight, which it holds a handle on so that its ranges can be taken from the weight itself.
+enum class QuantRole { Input, Weight };
+
 struct TensorQuantizer {
     QuantDescriptor desc;
     QuantMode mode = QuantMode::Quantizing;
+    QuantRole role = QuantRole::Input;
+    Tensor weight;  // the weight quantized (role Weight), else undefined
     // Shape [] per tensor (PQ's 0-d buffer); per channel the shape given to the constructor,
     // e.g. {out, 1} as PQ's keepdims amax of a Linear weight [out, in]. desc.amax's value(s),
     // else NaN: not calibrated, which quantize() refuses to use.
@@ -57,6 +63,8 @@ struct TensorQuantizer {
 
     // Validates desc. Per channel, amax_shape is required (its element count is the channel count).
     explicit TensorQuantizer(const QuantDescriptor& desc, const Shape& amax_shape = {});
+    // A weight's quantizer: role Weight, bound to `weight`.
+    static TensorQuantizer for_weight(const QuantDescriptor& desc, const Tensor& weight, const Shape& amax_shape);
 
     Tensor quantize(const Tensor& x);
 

@@ -107,8 +107,8 @@ TEST(Calibration, LifecycleOfAModelsQuantizers) {
 
     begin_calibration(model);
     for (auto& [name, q] : quantizers) {
-        EXPECT_EQ(q->mode, is_weight_quantizer(name) ? QuantMode::Disabled : QuantMode::Calibrating) << name;
-        if (!is_weight_quantizer(name)) continue;
+        EXPECT_EQ(q->mode, q->role == QuantRole::Weight ? QuantMode::Disabled : QuantMode::Calibrating) << name;
+        if (q->role != QuantRole::Weight) continue;
         // Per channel max: amax[r] = max_c |w[r, c]|.
         const std::string weight_name = name.substr(0, name.size() - std::string("_weight_quantizer").size()) + "weight";
         Tensor w;
@@ -138,7 +138,7 @@ TEST(Calibration, LifecycleOfAModelsQuantizers) {
     for (auto& [name, q] : quantizers) max_ranges.push_back(q->amax.f32()[0]);
     load_activation_ranges(model, {AmaxMethod::Percentile, 99.0});
     for (size_t i = 0; i < quantizers.size(); ++i) {
-        if (!is_weight_quantizer(quantizers[i].first)) {
+        if (quantizers[i].second->role == QuantRole::Input) {
             EXPECT_LE(quantizers[i].second->amax.item(), max_ranges[i]);
         }
     }

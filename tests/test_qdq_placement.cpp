@@ -139,7 +139,14 @@ TEST(QdqPlacement, AttachesExactlyQdqBertsQuantizers) {
         const BertSelfAttention& a = layer->self_attention;
         const Linear* linears[] = {&a.query, &a.key, &a.value, &layer->attention_output.dense, &layer->intermediate,
                                    &layer->output.dense};
-        for (const Linear* l : linears) EXPECT_TRUE(l->input_quantizer && l->weight_quantizer);
+        for (const Linear* l : linears) {
+            ASSERT_TRUE(l->input_quantizer && l->weight_quantizer);
+            // Roles are set at attach: the weight's quantizer holds that very weight.
+            EXPECT_EQ(l->input_quantizer->role, QuantRole::Input);
+            EXPECT_EQ(l->weight_quantizer->role, QuantRole::Weight);
+            EXPECT_EQ(l->weight_quantizer->weight.f32(), l->weight.f32());
+            EXPECT_NE(l->input_quantizer->amax.f32(), a.matmul_q_input_quantizer->amax.f32());  // each its own range
+        }
         EXPECT_TRUE(a.matmul_q_input_quantizer && a.matmul_k_input_quantizer && a.matmul_v_input_quantizer &&
                     a.matmul_a_input_quantizer);
         for (const BertResidualOutput* o : {&layer->attention_output, &layer->output})
