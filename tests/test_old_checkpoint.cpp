@@ -1,0 +1,70 @@
+// A checkpoint written by an older qdqtrain still resumes (tests/fixtures/old_checkpoint/
+// make_old_checkpoint.sh: built at commit 1cb772c). Its saved config keeps the quantization
+// section as the config spelt it and has no bf16, gradient_accumulation_steps or token count;
+// today's code must take it for the same run and, from its step 4, reach the weights the old
+// binary reached by running all 12 steps without stopping.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "io/hdf5_weights.h"
+#include "tests/support/temp_dir.h"
+#include "trainers/checkpoint.h"
+#include "trainers/run_config.h"
+#include "trainers/task.h"
+#include "trainers/trainer.h"
+
+namespace qdq {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const std::string kFixture = std::string(QDQ_FIXTURE_DIR) + "/old_checkpoint";
+
+TEST(OldCheckpoint, ResumesToTheWeightsTheOldBinaryReached) {
+    TempDir dir;
+    const fs::path out = dir.path() / "qat";
+    fs::create_directories(out);
+    fs::copy_file(kFixture + "/checkpoint-4.h5", out / "checkpoint-4.h5");
+    Checkpoint old = load_checkpoint(kFixture + "/checkpoint-4.h5");
+    ASSERT_EQ(old.state.step, 4);
+    EXPECT_EQ(old.state.input_tokens_seen, -1);  // not counted then
+    EXPECT_FALSE(old.config["training"].contains("bf16"));
+    EXPECT_EQ(old.config["quantization"], (nlohmann::json{{"calibration_examples", 16}}));
+
+    RunConfig config = load_run_config(kFixture + "/qat.json",
+                                       {"data.data_dir=" + kFixture, "training.output_dir=" + out.string()});
+    std::unique_ptr<Task> task = make_task(config, {.weights = false});  // the checkpoint's weights and ranges
+    TrainOutcome outcome = train(config, *task, {});
+    ASSERT_EQ(outcome.status, TrainStatus::finished) << outcome.message;
+    EXPECT_EQ(outcome.step, 12);
+    // The tokens seen before step 4 were not counted: the run reports no count rather than a wrong one.
+    std::ifstream log(out / "metrics.jsonl");
+    int records = 0;
+    for (std::string line; std::getline(log, line); ++records)
+        EXPECT_FALSE(nlohmann::json::parse(line).contains("num_input_tokens_seen")) << line;
+    EXPECT_GT(records, 0);
+
+    // The same float operations in the same order: equal on the machine that wrote the fixture;
+    // elsewhere OpenBLAS may pick another kernel, whose sums differ in the last bits.
+    const NamedTensors reached = task->model().state_dict();
+    const Hdf5Weights expected = load_hdf5_weights(kFixture + "/model.h5");
+    ASSERT_EQ(reached.size(), expected.tensors.size());
+    double worst = 0;
+    for (size_t i = 0; i < reached.size(); ++i) {
+        ASSERT_EQ(reached[i].name, expected.tensors[i].name);
+        ASSERT_EQ(reached[i].tensor.shape(), expected.tensors[i].tensor.shape()) << reached[i].name;
+        const float* a = reached[i].tensor.f32();
+        const float* b = expected.tensors[i].tensor.f32();
+        for (int64_t k = 0; k < reached[i].tensor.numel(); ++k) worst = std::max(worst, (double)std::fabs(a[k] - b[k]));
+    }
+    EXPECT_LE(worst, 1e-6) << "largest difference from the old binary's weights";
+}
+
+}  // namespace
+}  // namespace qdq
