@@ -142,7 +142,7 @@ nlohmann::json sensitivity_rows(Task& task, const Quantizers& quantizers, Sensit
 
 std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& config, bool all_methods) {
     if (all_methods) return standard_calibration_methods();
-    return {{config.calibrator, config.percentile}};
+    return {config.calibrator};
 }
 
 nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
@@ -187,8 +187,7 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
         const double value = main_value(metrics, metric, config.source);
         std::cerr << "calibrate: " << name << " " << metric << " " << value << "\n";
         QuantizationConfig saved = qc;
-        saved.calibrator = m.method;
-        saved.percentile = m.percentile;
+        saved.calibrator = m;
         nlohmann::json saved_config = saved_run_config(config, task);
         saved_config["quantization"] = quantization_config_to_json(saved);
         fs::create_directories(out_dir + "/" + name);

@@ -8,13 +8,6 @@
 
 namespace qdq {
 
-std::string calibration_method_name(const CalibrationMethod& m) {
-    if (m.method != AmaxMethod::Percentile) return amax_method_name(m.method);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "percentile-%g", m.percentile);
-    return buf;
-}
-
 std::vector<CalibrationMethod> standard_calibration_methods() {
     return {{AmaxMethod::Max},           {AmaxMethod::Percentile, 99.9}, {AmaxMethod::Percentile, 99.99},
             {AmaxMethod::Percentile, 99.999}, {AmaxMethod::Mse},        {AmaxMethod::Entropy}};
@@ -53,7 +46,7 @@ void load_activation_ranges(const nn::Module& model, const CalibrationMethod& me
                                              "' needs calib_method histogram");
                 q.load_calib_amax();
             } else {
-                q.load_calib_amax(method.method, {.percentile = method.percentile});
+                q.load_calib_amax(method);
             }
         } catch (const std::exception& e) {
             errors[i] = activations[i].first + ": " + e.what();

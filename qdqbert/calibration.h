@@ -19,13 +19,6 @@
 
 namespace qdq {
 
-struct CalibrationMethod {
-    AmaxMethod method = AmaxMethod::Percentile;
-    double percentile = 99.99;  // percentile only
-};
-
-// "max", "percentile-99.99", "mse", "entropy": run-directory and report names.
-std::string calibration_method_name(const CalibrationMethod& method);
 // The rows of the PTQ table: max, percentile 99.9 / 99.99 / 99.999, mse, entropy.
 std::vector<CalibrationMethod> standard_calibration_methods();
 

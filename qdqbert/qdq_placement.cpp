@@ -72,9 +72,9 @@ QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const 
     f.read("disable_layers", c.disable_layers);
     for (int layer : c.disable_layers)
         if (layer < 0) f.fail("disable_layers", "holds a negative layer index " + std::to_string(layer));
-    f.read_choice("calibrator", c.calibrator, kAmaxMethodNames);
-    f.read("percentile", c.percentile);
-    if (!(c.percentile > 0 && c.percentile <= 100)) f.fail("percentile", "must be in (0, 100]");
+    f.read_choice("calibrator", c.calibrator.method, kAmaxMethodNames);
+    f.read("percentile", c.calibrator.percentile);
+    if (!(c.calibrator.percentile > 0 && c.calibrator.percentile <= 100)) f.fail("percentile", "must be in (0, 100]");
     f.read("calibration_examples", c.calibration_examples);
     if (c.calibration_examples <= 0) f.fail("calibration_examples", "must be positive");
     f.read("fuse_qkv", c.fuse_qkv);
@@ -87,8 +87,8 @@ QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const 
     f.read("recalibrate_weights", c.recalibrate_weights);
     f.finish();
     if (c.input.axis) f.fail("input", "must be per tensor (no axis): activations have one range");
-    if (c.calibrator != AmaxMethod::Max && c.input.calib_method != CalibMethod::Histogram)
-        f.fail("calibrator", std::string("'") + amax_method_name(c.calibrator) + "' needs input.calib_method histogram");
+    if (c.calibrator.method != AmaxMethod::Max && c.input.calib_method != CalibMethod::Histogram)
+        f.fail("calibrator", std::string("'") + amax_method_name(c.calibrator.method) + "' needs input.calib_method histogram");
     return c;
 }
 
@@ -100,8 +100,8 @@ nlohmann::json quantization_config_to_json(const QuantizationConfig& c) {
                         {"quantize_residual", c.quantize_residual},
                         {"disable", c.disable},
                         {"disable_layers", c.disable_layers},
-                        {"calibrator", amax_method_name(c.calibrator)},
-                        {"percentile", c.percentile},
+                        {"calibrator", amax_method_name(c.calibrator.method)},
+                        {"percentile", c.calibrator.percentile},
                         {"calibration_examples", c.calibration_examples},
                         {"fuse_qkv", c.fuse_qkv},
                         {"recalibrate_weights", c.recalibrate_weights}};

@@ -46,8 +46,7 @@ struct QuantizationConfig {
     bool quantize_residual = true;
     std::vector<std::string> disable;
     std::vector<int> disable_layers;
-    AmaxMethod calibrator = AmaxMethod::Percentile;
-    double percentile = 99.99;
+    CalibrationMethod calibrator;  // "calibrator" and "percentile"
     int64_t calibration_examples = 128;
     bool fuse_qkv = false;
     std::optional<float> clip_gelu;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -70,16 +71,16 @@ void TensorQuantizer::load_calib_amax() {
     write_amax(amax, compute_amax(*calib));
 }
 
-void TensorQuantizer::load_calib_amax(AmaxMethod method, const HistogramAmaxOptions& o) {
+void TensorQuantizer::load_calib_amax(const CalibrationMethod& m, const HistogramSearch& o) {
     const HistogramCalibrator* calib = std::get_if<HistogramCalibrator>(&calibrator);
     check(calib != nullptr, "load_calib_amax: a max calibrator takes no histogram method");
     float value = 0.0f;
-    switch (method) {
+    switch (m.method) {
         case AmaxMethod::Max:
             check(calib->max > 0.0f, "load_calib_amax: the histogram holds no nonzero value (collect first)");
             value = calib->max;
             break;
-        case AmaxMethod::Percentile: value = percentile_amax(*calib, o.percentile); break;
+        case AmaxMethod::Percentile: value = percentile_amax(*calib, m.percentile); break;
         case AmaxMethod::Mse: value = mse_amax(*calib, o.start_bin, o.stride); break;
         case AmaxMethod::Entropy: value = entropy_amax(*calib, o.start_bin, o.stride); break;
     }
@@ -94,5 +95,12 @@ TensorQuantizer TensorQuantizer::for_weight(const QuantDescriptor& d, const Tens
 }
 
 const char* amax_method_name(AmaxMethod method) { return name_of_choice(method, kAmaxMethodNames); }
+
+std::string calibration_method_name(const CalibrationMethod& m) {
+    if (m.method != AmaxMethod::Percentile) return amax_method_name(m.method);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "percentile-%g", m.percentile);
+    return buf;
+}
 
 }  // namespace qdq

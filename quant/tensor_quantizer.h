@@ -40,9 +40,20 @@ inline constexpr std::pair<const char*, AmaxMethod> kAmaxMethodNames[] = {
     {"max", AmaxMethod::Max}, {"percentile", AmaxMethod::Percentile}, {"mse", AmaxMethod::Mse}, {"entropy", AmaxMethod::Entropy}};
 const char* amax_method_name(AmaxMethod method);
 
-struct HistogramAmaxOptions {
-    double percentile = 99.99;  // PQ's default (ORT's is 99.999)
-    int64_t start_bin = 128;    // mse and entropy
+// A calibration method, the one name for it everywhere: a config's quantization.calibrator and
+// quantization.percentile, calibrate's rows and their checkpoint directories
+// ("percentile-99.99"). (QuantDescriptor's calib_method is another thing: which calibrator
+// collects, max or histogram.)
+struct CalibrationMethod {
+    AmaxMethod method = AmaxMethod::Percentile;
+    double percentile = 99.99;  // percentile only; PQ's default (ORT's is 99.999)
+};
+// "max", "percentile-99.99", "mse", "entropy".
+std::string calibration_method_name(const CalibrationMethod& method);
+
+// The search of mse and entropy over a histogram's bins (PQ's compute_amax start_bin=, stride=).
+struct HistogramSearch {
+    int64_t start_bin = 128;
     int64_t stride = 1;
 };
 
@@ -72,7 +83,7 @@ struct TensorQuantizer {
     // max calibrator, the second for a histogram; the other pairing throws. The mode is left as
     // it is: switching to Quantizing is the caller's step, as in PQ.
     void load_calib_amax();
-    void load_calib_amax(AmaxMethod method, const HistogramAmaxOptions& options = {});
+    void load_calib_amax(const CalibrationMethod& method, const HistogramSearch& search = {});
 };
 
 }  // namespace qdq

@@ -60,7 +60,7 @@ TEST(HistogramMax, IsTheExactMaxAcrossGrowingBatches) {
     EXPECT_EQ(hist.max, compute_amax(max)[0]);
     TensorQuantizer q(QuantDescriptor{.calib_method = CalibMethod::Histogram});
     q.calibrator = hist;
-    q.load_calib_amax(AmaxMethod::Max);
+    q.load_calib_amax({AmaxMethod::Max});
     EXPECT_EQ(q.amax.item(), compute_amax(max)[0]);
     reset(hist);
     EXPECT_EQ(hist.max, 0.0f);

@@ -379,8 +379,8 @@ TEST(QdqPlacementConfig, DefaultsAreTheRecipesAndRoundTrip) {
     EXPECT_EQ(c.input.calib_method, CalibMethod::Histogram);
     EXPECT_FALSE(c.input.axis);
     EXPECT_EQ(c.weight.axis, std::optional<int64_t>(0));
-    EXPECT_EQ(c.calibrator, AmaxMethod::Percentile);
-    EXPECT_EQ(c.percentile, 99.99);
+    EXPECT_EQ(c.calibrator.method, AmaxMethod::Percentile);
+    EXPECT_EQ(c.calibrator.percentile, 99.99);
     EXPECT_TRUE(c.quantize_attention && c.quantize_residual);
     nlohmann::json j = {{"per_tensor_weights", true}, {"disable", {"_weight_"}}, {"disable_layers", {1}},
                         {"calibrator", "mse"}, {"fuse_qkv", true}, {"clip_gelu", 10.0}};

@@ -148,14 +148,14 @@ TEST(TensorQuantizer, HistogramNeedsAnExplicitMethod) {
     q.quantize(random_tensor({5000}, 2, -1.0f, 1.0f));
     expect_error([&] { q.load_calib_amax(); }, {"histogram", "needs a method"});
     const auto& calib = std::get<HistogramCalibrator>(q.calibrator);
-    q.load_calib_amax(AmaxMethod::Percentile, {.percentile = 99.0});
+    q.load_calib_amax({AmaxMethod::Percentile, 99.0});
     EXPECT_EQ(q.amax.item(), percentile_amax(calib, 99.0));
-    q.load_calib_amax(AmaxMethod::Mse);
+    q.load_calib_amax({AmaxMethod::Mse});
     EXPECT_EQ(q.amax.item(), mse_amax(calib));
-    q.load_calib_amax(AmaxMethod::Entropy);
+    q.load_calib_amax({AmaxMethod::Entropy});
     EXPECT_EQ(q.amax.item(), entropy_amax(calib));
     TensorQuantizer max_quantizer(QuantDescriptor{});
-    expect_error([&] { max_quantizer.load_calib_amax(AmaxMethod::Mse); },
+    expect_error([&] { max_quantizer.load_calib_amax({AmaxMethod::Mse}); },
                  {"max calibrator", "no histogram method"});
 }
 

@@ -128,7 +128,7 @@ TEST(RunConfig, BaseFileIsOverriddenKeyByKey) {
     EXPECT_EQ(c.training.output_dir, "elsewhere");
     EXPECT_EQ(c.model.config->hidden_size, 32);
     EXPECT_EQ(fs::path(c.model.init), fs::absolute(dir + "/fp32/weights.h5").lexically_normal());
-    EXPECT_EQ(c.quantization->calibrator, AmaxMethod::Mse);
+    EXPECT_EQ(c.quantization->calibrator.method, AmaxMethod::Mse);
     EXPECT_FALSE(run_config_to_json(c).contains("base"));
 
     // A base without model.init keeps none.
