@@ -16,6 +16,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "json/json_fields.h"
+#include "nn/bert_quantizers.h"
 #include "onnx/onnx_graph.h"
 
 namespace qdq {
@@ -23,6 +24,8 @@ namespace qdq {
 using namespace onnx_graph;
 
 namespace {
+
+namespace sites = nn::quantizer_sites;
 
 [[noreturn]] void fail(const std::string& message) { throw std::runtime_error("export_onnx: " + message); }
 
@@ -124,13 +127,14 @@ std::string quantize_activation(Builder& b, const std::string& x, const std::str
 std::string linear_weight(Builder& b, const std::string& key, const std::string& name, int64_t in, int64_t out,
                           bool fold) {
     std::vector<float> w = b.state.get(key + ".weight", {out, in});
-    std::optional<std::vector<float>> amax = b.state.amax(key + "._weight_quantizer._amax");
+    const std::string amax_key = sites::amax_key(key, sites::kLinearWeight);
+    std::optional<std::vector<float>> amax = b.state.amax(amax_key);
     std::vector<float> scale;
     if (amax) {
         // By shape, not count: a square weight's amax over axis 1 ([1, in]) has `out` elements too.
-        const Shape& shape = b.state.tensors.at(key + "._weight_quantizer._amax").shape();
+        const Shape& shape = b.state.tensors.at(amax_key).shape();
         if (amax->size() != 1 && shape != Shape{out, 1} && shape != Shape{out})
-            fail("'" + key + "._weight_quantizer._amax' has shape " + shape_str(shape) + "; expected one element " +
+            fail("'" + amax_key + "' has shape " + shape_str(shape) + "; expected one element " +
                  "(per tensor) or [" + std::to_string(out) + ", 1] (per output channel, axis 0 of [out, in])");
         // PQ outputs 0 for a channel with a vanishing amax: zero weights, with any positive
         // scale, give exactly that.
@@ -153,7 +157,7 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
     if (!amax || fold) return init;
     std::optional<int64_t> axis;
     if (scale.size() > 1) axis = 1;  // written, never left to ONNX's default
-    return qdq(b, init, name + "._weight_quantizer", scale, axis, onnx::TensorProto::INT8, 0);
+    return qdq(b, init, name + "." + sites::kLinearWeight, scale, axis, onnx::TensorProto::INT8, 0);
 }
 
 // y = x·Wᵀ + b with both MatMul inputs fake-quantized where the state says so. The bias Add's
@@ -162,7 +166,7 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
 // header); with one operand float there is no integer kernel to lose.
 std::string linear(Builder& b, const std::string& x, const std::string& key, const std::string& name, int64_t in,
                    int64_t out, const std::string& output = "") {
-    std::string xq = quantize_activation(b, x, key + "._input_quantizer._amax");
+    std::string xq = quantize_activation(b, x, sites::amax_key(key, sites::kLinearInput));
     const bool fold = xq == x && b.target == QdqTarget::OnnxRuntimeCpu;
     std::string w = linear_weight(b, key, name, in, out, fold);
     std::string mm = add_node(b.g, "MatMul", name + ".matmul", {xq, w});
@@ -235,8 +239,8 @@ std::string attention_mask(Builder& b) {
 std::string residual_output(Builder& b, const std::string& x, const std::string& residual, const std::string& key,
                             const std::string& name, int64_t in) {
     std::string dense = linear(b, x, key + ".dense", name + ".dense", in, b.config.hidden_size);
-    std::string local = quantize_activation(b, dense, key + ".add_local_input_quantizer._amax");
-    std::string res = quantize_activation(b, residual, key + ".add_residual_input_quantizer._amax");
+    std::string local = quantize_activation(b, dense, sites::amax_key(key, sites::kAddLocal));
+    std::string res = quantize_activation(b, residual, sites::amax_key(key, sites::kAddResidual));
     std::string sum = add_node(b.g, "Add", name + ".residual_add", {local, res});
     return layer_norm(b, sum, key + ".LayerNorm", name + ".LayerNorm");
 }
@@ -255,17 +259,17 @@ std::string encoder_layer(Builder& b, const std::string& x, const std::string& m
     std::string q = heads("query", {0, 2, 1, 3}, ".heads");             // [B, H, T, D]
     std::string kt = heads("key", {0, 2, 3, 1}, ".heads_transposed");   // [B, H, D, T]
     std::string v = heads("value", {0, 2, 1, 3}, ".heads");             // [B, H, T, D]
-    const std::string self = k + "attention.self.";
+    const std::string self = k + sites::kAttention;
     std::string scores = add_node(b.g, "MatMul", n + "attention.qk_matmul",
-                                  {quantize_activation(b, q, self + "matmul_q_input_quantizer._amax"),
-                                   quantize_activation(b, kt, self + "matmul_k_input_quantizer._amax")});
+                                  {quantize_activation(b, q, sites::amax_key(self, sites::kMatmulQ)),
+                                   quantize_activation(b, kt, sites::amax_key(self, sites::kMatmulK))});
     std::string scaled = add_node(b.g, "Mul", n + "attention.scale",
                                   {scores, b.f32("const.attention_scale", 1.0f / std::sqrt((float)D))});
     std::string masked = add_node(b.g, "Add", n + "attention.mask_add", {scaled, mask});
     std::string probs = add_node(b.g, "Softmax", n + "attention.softmax", {masked}, {{"axis", int64_t{-1}}});
     std::string context = add_node(b.g, "MatMul", n + "attention.pv_matmul",
-                                   {quantize_activation(b, probs, self + "matmul_a_input_quantizer._amax"),
-                                    quantize_activation(b, v, self + "matmul_v_input_quantizer._amax")});
+                                   {quantize_activation(b, probs, sites::amax_key(self, sites::kMatmulA)),
+                                    quantize_activation(b, v, sites::amax_key(self, sites::kMatmulV))});
     context = add_node(b.g, "Transpose", n + "attention.context_transposed", {context},
                        {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
     context = add_node(b.g, "Reshape", n + "attention.context",

@@ -6,26 +6,29 @@
 #include <stdexcept>
 
 #include "json/json_fields.h"
+#include "nn/bert_quantizers.h"
 #include "quant/calibrators.h"
 
 namespace qdq {
 
 namespace {
 
+namespace sites = nn::quantizer_sites;
+
 struct LinearSite {
     std::string name;  // full module name, e.g. bert.encoder.layer.0.attention.self.query
     nn::Linear* linear;
 };
 
+// The six Linears of an encoder layer, in the order of nn/bert_quantizers.h's kLinears.
 std::vector<LinearSite> encoder_linears(nn::BertModel& bert, int layer_index) {
     nn::BertLayer& layer = *bert.layers[(size_t)layer_index];
     const std::string base = "bert.encoder.layer." + std::to_string(layer_index) + ".";
-    return {{base + "attention.self.query", &layer.self_attention.query},
-            {base + "attention.self.key", &layer.self_attention.key},
-            {base + "attention.self.value", &layer.self_attention.value},
-            {base + "attention.output.dense", &layer.attention_output.dense},
-            {base + "intermediate.dense", &layer.intermediate},
-            {base + "output.dense", &layer.output.dense}};
+    nn::Linear* linears[] = {&layer.self_attention.query,   &layer.self_attention.key, &layer.self_attention.value,
+                             &layer.attention_output.dense, &layer.intermediate,       &layer.output.dense};
+    std::vector<LinearSite> sites;
+    for (size_t i = 0; i < std::size(linears); ++i) sites.push_back({base + sites::kLinears[i], linears[i]});
+    return sites;
 }
 
 // The amax of a per-channel weight quantizer: PQ's keepdims shape, one per output row.
@@ -136,25 +139,25 @@ std::vector<std::string> attach_bert_quantizers(nn::BertModel& bert, const Quant
         if (skip_layers.count(i)) continue;
         for (LinearSite& site : encoder_linears(bert, i)) {
             nn::Linear& l = *site.linear;
-            l.input_quantizer = attach(l, site.name, "_input_quantizer", input());
-            l.weight_quantizer = attach(l, site.name, "_weight_quantizer",
+            l.input_quantizer = attach(l, site.name, sites::kLinearInput, input());
+            l.weight_quantizer = attach(l, site.name, sites::kLinearWeight,
                                         TensorQuantizer::for_weight(weight, l.weight, weight_amax_shape(l, weight)));
         }
         nn::BertLayer& layer = *bert.layers[(size_t)i];
         const std::string base = "bert.encoder.layer." + std::to_string(i) + ".";
         if (c.quantize_attention) {
             nn::BertSelfAttention& a = layer.self_attention;
-            const std::string name = base + "attention.self";
-            a.matmul_q_input_quantizer = attach(a, name, "matmul_q_input_quantizer", input());
-            a.matmul_k_input_quantizer = attach(a, name, "matmul_k_input_quantizer", input());
-            a.matmul_v_input_quantizer = attach(a, name, "matmul_v_input_quantizer", input());
-            a.matmul_a_input_quantizer = attach(a, name, "matmul_a_input_quantizer", input());
+            const std::string name = base + sites::kAttention;
+            a.matmul_q_input_quantizer = attach(a, name, sites::kMatmulQ, input());
+            a.matmul_k_input_quantizer = attach(a, name, sites::kMatmulK, input());
+            a.matmul_v_input_quantizer = attach(a, name, sites::kMatmulV, input());
+            a.matmul_a_input_quantizer = attach(a, name, sites::kMatmulA, input());
         }
         if (c.quantize_residual) {
-            for (auto [out, name] : {std::pair{&layer.attention_output, base + "attention.output"},
-                                     std::pair{&layer.output, base + "output"}}) {
-                out->add_local_input_quantizer = attach(*out, name, "add_local_input_quantizer", input());
-                out->add_residual_input_quantizer = attach(*out, name, "add_residual_input_quantizer", input());
+            for (auto [out, name] : {std::pair{&layer.attention_output, base + sites::kResidualOutputs[0]},
+                                     std::pair{&layer.output, base + sites::kResidualOutputs[1]}}) {
+                out->add_local_input_quantizer = attach(*out, name, sites::kAddLocal, input());
+                out->add_residual_input_quantizer = attach(*out, name, sites::kAddResidual, input());
             }
         }
     }
