@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Resumes the BERT-mini pretraining run in the background, from the repository root.
+# A fresh checkout has no runs/: the checkpoint committed here (the run's newest at the last
+# stop) and its log are copied there first, unless runs/ already holds a newer checkpoint.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+run=$root/runs/pretrain_bert_mini
+committed=$(ls "$here"/checkpoint-*.h5 2> /dev/null | head -1 || true)
+newest=$(ls "$run"/checkpoint-*.h5 2> /dev/null | sort -t- -k2 -n | tail -1 || true)
+step_of() { basename "$1" .h5 | cut -d- -f2; }
+if [[ -n $committed && ( -z $newest || $(step_of "$committed") -gt $(step_of "$newest") ) ]]; then
+  mkdir -p "$run"
+  cp "$committed" "$here/metrics.jsonl" "$run/"
+  echo "resume.sh: copied $(basename "$committed") and metrics.jsonl into runs/pretrain_bert_mini"
+fi
+cd "$root"
+nohup build/app/qdqtrain train experiments/configs/pretrain/bert_mini.json >> runs/pretrain_bert_mini.log 2>&1 &
+echo "resume.sh: training in the background (pid $!); log: runs/pretrain_bert_mini.log"
