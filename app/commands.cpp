@@ -1,5 +1,5 @@
-// The config commands of qdqtrain (app/cli.h): each loads nothing itself, it is handed the
-// run config with --set applied.
+// The config commands of qdqtrain (app/cli.h): each is handed the run config, already loaded
+// with --set applied, and its own options.
 #include <unistd.h>
 
 #include <csignal>

@@ -6,11 +6,18 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 run=$root/runs/pretrain_bert_mini
-committed=$(ls "$here"/checkpoint-*.h5 2> /dev/null | head -1 || true)
-newest=$(ls "$run"/checkpoint-*.h5 2> /dev/null | sort -t- -k2 -n | tail -1 || true)
 step_of() { basename "$1" .h5 | cut -d- -f2; }
-if [[ -n $committed && ( -z $newest || $(step_of "$committed") -gt $(step_of "$newest") ) ]]; then
-  mkdir -p "$run"
+# The highest step among checkpoint-<step>.h5 files in a folder, 0 when there are none.
+newest_step() {
+  local best=0 f
+  for f in "$1"/checkpoint-*.h5; do
+    [[ -e $f ]] && (( $(step_of "$f") > best )) && best=$(step_of "$f")
+  done
+  echo "$best"
+}
+committed=$(ls "$here"/checkpoint-*.h5 2> /dev/null | head -1 || true)
+mkdir -p "$run"
+if [[ -n $committed ]] && (( $(step_of "$committed") > $(newest_step "$run") )); then
   cp "$committed" "$here/metrics.jsonl" "$run/"
   echo "resume.sh: copied $(basename "$committed") and metrics.jsonl into runs/pretrain_bert_mini"
 fi
