@@ -25,7 +25,7 @@
 namespace qdq {
 
 struct CalibrateOptions {
-    std::string out_dir;  // empty: training.output_dir
+    std::string out_dir{};  // empty: training.output_dir
     Sensitivity sensitivity = Sensitivity::layers;
     // Every method of the PTQ table (the pipeline's choice); else quantization.calibrator at
     // quantization.percentile, as HF's quant_trainer --calibrator and --percentile choose.

@@ -207,8 +207,11 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
         nlohmann::json single = calibrate(one, *one_task, {.sensitivity = Sensitivity::none});
         ASSERT_EQ(single["methods"].size(), 1u) << calibrator;
         EXPECT_EQ(single["best"], name);
-        for (const auto& m : result["methods"])
-            if (m["method"] == name) EXPECT_EQ(single["methods"][0]["metrics"], m["metrics"]) << name;
+        for (const auto& m : result["methods"]) {
+            if (m["method"] == name) {
+                EXPECT_EQ(single["methods"][0]["metrics"], m["metrics"]) << name;
+            }
+        }
         EXPECT_FALSE(fs::exists(dir.path() / (std::string("one_") + calibrator) / "max"));
     }
 

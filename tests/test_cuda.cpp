@@ -27,7 +27,9 @@ TEST(Cuda, AllocatingWithoutADeviceIsAClearError) {
     } catch (const std::runtime_error& e) {
         std::string message = e.what();
         EXPECT_FALSE(message.empty());
-        if (!cuda::built_with_cuda()) EXPECT_NE(message.find("without the CUDA backend"), std::string::npos);
+        if (!cuda::built_with_cuda()) {
+            EXPECT_NE(message.find("without the CUDA backend"), std::string::npos);
+        }
     }
 }
 

@@ -127,12 +127,12 @@ struct Run {
     BatchLoader loader;
     std::vector<int32_t> lengths;  // of the training examples, to count the tokens seen
     Rng data_rng;                  // its own stream, apart from init and dropout
-    TrainerState state;
-    std::string out_dir, metric;
-    nlohmann::json resolved;  // the config as saved in every checkpoint
+    TrainerState state{};
+    std::string out_dir{}, metric{};
+    nlohmann::json resolved{};  // the config as saved in every checkpoint
     double start = 0;         // now_seconds() less the training time of earlier runs
     int64_t last_saved = 0, last_evaluated = -1;
-    nlohmann::json last_metrics;
+    nlohmann::json last_metrics{};
 
     double epoch() const {
         return (double)(state.step * t.gradient_accumulation_steps) / (double)loader.batches_per_epoch();
