@@ -249,10 +249,11 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     nn::Module& model = task.model();
     std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), t.weight_decay);
     AdamW optimizer = make_adamw(groups, {t.adam_beta1, t.adam_beta2, t.adam_epsilon});
-    const std::vector<int32_t> lengths = task.train_lengths();
-    Run r{config, t, task, model, groups, std::move(optimizer),
+    std::vector<int32_t> lengths = task.train_lengths();
+    // Braced initializers run in order: the loader copies the lengths before Run takes them.
+    Run r{config, t, task, model, std::move(groups), std::move(optimizer),
           BatchLoader(task.train_size(), loader_options(t), t.group_by_length ? lengths : std::vector<int32_t>{}),
-          lengths, Rng(t.seed ^ 0x6461746172616e64ull)};
+          std::move(lengths), Rng(t.seed ^ 0x6461746172616e64ull)};
     r.out_dir = t.output_dir;
     r.metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
     r.resolved = saved_run_config(config, task);
