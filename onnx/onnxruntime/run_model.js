@@ -19,9 +19,15 @@ const fs = require('fs');
 const path = require('path');
 const ort = require(path.join(__dirname, 'node_modules', 'onnxruntime-node'));
 
+// On x86 CPUs without VNNI, ORT's U8S8 integer MatMul adds pairs of u8*s8 products in int16
+// (VPMADDUBSW), which saturates: on AVX2 it moved the Q/DQ models' logits by up to 2.5 from the
+// fake-quant reference. This entry makes ORT run those MatMuls as U8U8, which does not saturate;
+// on VNNI CPUs it changes nothing. A --config entry for the same key overrides it.
+const DEFAULT_CONFIG = { 'session.x64quantprecision': '1' };
+
 function parseArgs(argv) {
     const positional = [];
-    const options = { optimized: undefined, threads: 1, warmup: 0, config: {} };
+    const options = { optimized: undefined, threads: 1, warmup: 0, config: { ...DEFAULT_CONFIG } };
     for (let i = 0; i < argv.length; ++i) {
         if (argv[i] === '--optimized') options.optimized = argv[++i];
         else if (argv[i] === '--threads') options.threads = Number(argv[++i]);
