@@ -68,6 +68,11 @@ Tensor log_softmax(const Tensor& x);  // over the last axis
 // Mean over rows whose label != ignore_index of -log softmax(logits)[label].
 // logits [N, C], labels int32 [N]. All rows ignored gives 0 (PyTorch gives NaN).
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_index = -100);
+// Knowledge distillation's KL(teacher ‖ student) at temperature T over rows of logits [N, C]:
+// the mean over the N rows of Σ_j p_j·(log p_j − log q_j), p = softmax(teacher / T),
+// q = softmax(student / T), as torch.nn.functional.kl_div(log_softmax(student / T),
+// softmax(teacher / T), reduction='batchmean'). No gradient flows to the teacher. N = 0 gives 0.
+Tensor softmax_kl_div(const Tensor& student, const Tensor& teacher, float temperature);
 
 // ---- layernorm.cpp -------------------------------------------------------------------------
 // Over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta, var biased as in PyTorch.

@@ -1,6 +1,7 @@
 // The training loop on a tiny model and a synthetic sentiment task written by the test: it
 // learns; a run stopped (in process, or by SIGKILL to the qdqtrain binary) and resumed ends
-// bit-identical to a run never stopped (with bf16 products too); bf16 without a kernel is FP32;
+// bit-identical to a run never stopped (with bf16 products, or distillation, too);
+// bf16 without a kernel is FP32;
 // a NaN loss stops the run and keeps the last checkpoint;
 // the schedule reaches the optimizer; the input tokens seen are counted; a changed config refuses to resume; the CLI's exit codes.
 #include <gtest/gtest.h>
@@ -268,10 +269,16 @@ TEST(Trainer, BestMetricDirection) {
 }
 
 // SIGKILL at two moments of one run, each followed by a resume: the end equals a run never killed.
-static void expect_killed_run_resumes_bit_identical(bool bf16, int64_t accumulation = 1) {
+// `distilled`: from a teacher trained first (trainers/distillation.h), which each start reloads.
+static void expect_killed_run_resumes_bit_identical(bool bf16, int64_t accumulation = 1, bool distilled = false) {
     qdq::testing::TempDir dir;
     write_task_files(dir);
     nlohmann::json raw = tiny_config(dir, "straight");
+    if (distilled) {
+        Process teacher = run_qdqtrain("train " + write_config(dir, "teacher.json", tiny_config(dir, "teacher")));
+        ASSERT_EQ(teacher.status, 0) << teacher.output;
+        raw["distillation"] = {{"teacher", (dir.path() / "teacher" / "model.h5").string()}, {"temperature", 2.0}, {"alpha", 0.5}};
+    }
     raw["training"]["bf16"] = bf16;
     raw["training"]["gradient_accumulation_steps"] = accumulation;
     raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
@@ -311,6 +318,8 @@ static void expect_killed_run_resumes_bit_identical(bool bf16, int64_t accumulat
 TEST(Trainer, KilledRunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(false); }
 
 TEST(Trainer, KilledBf16RunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(true); }
+
+TEST(Trainer, KilledDistilledRunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(false, 1, true); }
 
 // Three micro-batches a step, eight batches an epoch: steps straddle epochs, and a kill lands
 // between a step's micro-batches as often as not.

@@ -147,6 +147,61 @@ TEST(RunConfig, BaseFileIsOverriddenKeyByKey) {
     EXPECT_THROW(load_run_config(dir + "/missing.json"), std::runtime_error);
 }
 
+// The distillation section: read into its struct (the teacher resolved against the config's
+// folder, a base's against the base's), every bad value refused by its dotted key, and written
+// back so that a run's config.json reads as the same run.
+TEST(RunConfig, DistillationSectionIsCheckedAndRoundTrips) {
+    std::string dir = temp_dir("qdq_config_distillation");
+    fs::create_directories(dir + "/fp32");
+    std::ofstream(dir + "/fp32/model.h5") << "a teacher";
+    nlohmann::json c = base_config(dir);
+    c["distillation"] = {{"teacher", "fp32/model.h5"}, {"temperature", 4}, {"alpha", 0.25}};
+    std::ofstream(dir + "/run.json") << c.dump();
+    const RunConfig parsed = load_run_config(dir + "/run.json");
+    ASSERT_TRUE(parsed.distillation);
+    EXPECT_EQ(fs::path(parsed.distillation->teacher), fs::absolute(dir + "/fp32/model.h5").lexically_normal());
+    EXPECT_EQ(parsed.distillation->temperature, 4.0);
+    EXPECT_EQ(parsed.distillation->alpha, 0.25);
+    const nlohmann::json saved = run_config_to_json(parsed);
+    EXPECT_EQ(saved["distillation"],
+              (nlohmann::json{{"teacher", parsed.distillation->teacher}, {"temperature", 4.0}, {"alpha", 0.25}}));
+    std::ofstream(dir + "/fp32/config.json") << saved.dump();  // read from another folder
+    EXPECT_EQ(run_config_to_json(load_run_config(dir + "/fp32/config.json")), saved);
+    EXPECT_FALSE(parse_run_config(base_config(dir), "run.json", ".").distillation);
+    EXPECT_FALSE(run_config_to_json(parse_run_config(base_config(dir), "run.json", ".")).contains("distillation"));
+
+    // Defaults: T = 1, alpha = 0.5.
+    nlohmann::json defaults = c;
+    defaults["distillation"] = {{"teacher", dir + "/fp32/model.h5"}};
+    const RunConfig d = parse_run_config(defaults, "run.json", ".");
+    EXPECT_EQ(d.distillation->temperature, 1.0);
+    EXPECT_EQ(d.distillation->alpha, 0.5);
+
+    // A base's teacher is relative to the base's folder.
+    std::ofstream(dir + "/fp32/base.json") << nlohmann::json{{"distillation", {{"teacher", "model.h5"}}}}.dump();
+    nlohmann::json derived = base_config(dir);
+    derived["base"] = "fp32/base.json";
+    std::ofstream(dir + "/derived.json") << derived.dump();
+    EXPECT_EQ(load_run_config(dir + "/derived.json").distillation->teacher, parsed.distillation->teacher);
+
+    auto with = [&](const std::string& key, nlohmann::json value) {
+        nlohmann::json copy = defaults;
+        copy["distillation"][key] = value;
+        return error_of(copy);
+    };
+    EXPECT_NE(with("alpha", 1.5).find("'distillation.alpha' must be in [0, 1]"), std::string::npos);
+    EXPECT_NE(with("alpha", -0.1).find("'distillation.alpha' must be in [0, 1]"), std::string::npos);
+    EXPECT_NE(with("alpha", "half").find("'distillation.alpha' must be a number"), std::string::npos);
+    EXPECT_NE(with("temperature", 0).find("'distillation.temperature' must be positive"), std::string::npos);
+    EXPECT_NE(with("temperature", -2).find("'distillation.temperature' must be positive"), std::string::npos);
+    EXPECT_NE(with("temprature", 2).find("'distillation.temprature'"), std::string::npos);
+    EXPECT_NE(with("teacher", "nowhere.h5").find("'distillation.teacher' names a missing file"), std::string::npos);
+    EXPECT_NE(with("teacher", "").find("'distillation.teacher' must name"), std::string::npos);
+    nlohmann::json mlm = defaults;
+    mlm["data"]["task"] = "mlm";
+    EXPECT_NE(error_of(mlm).find("'distillation' is for data.task classification and squad, not mlm"), std::string::npos);
+}
+
 TEST(Checkpoint, RoundTripIsExactAndReplacesAtomically) {
     std::string dir = temp_dir("qdq_checkpoint");
     Checkpoint c;

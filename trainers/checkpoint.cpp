@@ -89,10 +89,13 @@ nlohmann::json checkpoint_run_config(const std::string& path) {
     return meta.at("config");
 }
 
+nn::LoadReport read_model_weights(nn::Module& model, const std::string& path) {
+    if (!checkpoint_run_config(path).is_null()) return nn::load_state_dict(model, load_checkpoint(path).model, path);
+    return nn::load_pretrained_weights(model, path);
+}
+
 void load_model_weights(nn::Module& model, const std::string& path) {
-    nn::LoadReport report;
-    if (!checkpoint_run_config(path).is_null()) report = nn::load_state_dict(model, load_checkpoint(path).model, path);
-    else report = nn::load_pretrained_weights(model, path);
+    nn::LoadReport report = read_model_weights(model, path);
     // Ranges missing from a float model are expected before calibration: one line, not one per
     // quantizer. Training refuses to quantize without them (qdqbert/calibration.h check_calibrated).
     const auto is_range = [](const std::string& key) { return key.ends_with("_amax"); };

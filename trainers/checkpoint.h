@@ -16,6 +16,7 @@
 #include "data/loader.h"
 #include "autograd/named_tensors.h"
 #include "nn/module.h"
+#include "nn/state_dict.h"
 
 namespace qdq {
 
@@ -51,6 +52,8 @@ Checkpoint load_checkpoint(const std::string& path);
 // nn/pretrained.h reads them (HF directory, .safetensors, .h5). Missing and unexpected keys are
 // reported on stderr, as HF's from_pretrained warns; shape mismatches are errors.
 void load_model_weights(nn::Module& model, const std::string& path);
+// load_model_weights without the report on stderr: the keys the file lacked or held beyond the model.
+nn::LoadReport read_model_weights(nn::Module& model, const std::string& path);
 // The "config" of a checkpoint's metadata; null for any other file.
 nlohmann::json checkpoint_run_config(const std::string& path);
 

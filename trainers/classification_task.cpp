@@ -1,6 +1,7 @@
 // Sequence classification (IMDB, MNLI/SNLI, SICK, RTE, SST-2): BertForSequenceClassification
 // over "[CLS] a [SEP] (b [SEP])", cross-entropy loss, accuracy. The number of labels comes from
 // the data set preset, as run_glue.py takes it from the data set, whatever config.json says.
+// With a distillation section the training loss adds the teacher's (trainers/distillation.h).
 #include <algorithm>
 #include <cmath>
 
@@ -12,6 +13,7 @@
 #include "data/metrics.h"
 #include "nn/heads.h"
 #include "trainers/checkpoint.h"
+#include "trainers/distillation.h"
 #include "trainers/task.h"
 
 namespace qdq {
@@ -75,6 +77,7 @@ public:
         if (data.train) {
             if (d.train_files.empty()) throw std::runtime_error(config.source + ": data.train_files is empty");
             train_ = read_files(config, d.train_files, d.max_train_examples, tokenizer_, true);
+            if (config.distillation) teacher_ = make_teacher<nn::BertForSequenceClassification>(config, model_config_);
         }
         if (data.eval) {
             if (d.eval_files.empty()) throw std::runtime_error(config.source + ": data.eval_files is empty");
@@ -91,7 +94,11 @@ public:
 
     Tensor train_loss(const std::vector<int64_t>& indices, Rng&) override {
         Batch batch = collate(train_.encodings, train_.labels, indices, padding());
-        return nn::BertForSequenceClassification::loss(model_.forward(inputs_of(batch)), batch.labels);
+        const nn::BertInputs in = inputs_of(batch);
+        const Tensor logits = model_.forward(in);
+        const Tensor loss = nn::BertForSequenceClassification::loss(logits, batch.labels);
+        if (!teacher_) return loss;
+        return distillation_loss(*config_.distillation, loss, {logits}, {teacher_forward(*teacher_, in)});
     }
 
     nlohmann::json evaluate(int64_t batch_size) override {
@@ -186,6 +193,7 @@ private:
     nn::BertConfig model_config_;
     Rng init_rng_;
     nn::BertForSequenceClassification model_;
+    std::unique_ptr<nn::BertForSequenceClassification> teacher_;  // with a distillation section, for training
     WordPieceTokenizer tokenizer_;
     Examples train_, eval_;
 };

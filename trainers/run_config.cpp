@@ -1,5 +1,6 @@
 #include "trainers/run_config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -216,6 +217,22 @@ PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const st
     return p;
 }
 
+DistillationSettings parse_distillation_settings(const nlohmann::json& section, const std::string& source,
+                                                const std::string& base_dir) {
+    JsonFields distillation(section, "distillation", source);
+    DistillationSettings d;
+    distillation.read("teacher", d.teacher);
+    distillation.read("temperature", d.temperature);
+    distillation.read("alpha", d.alpha);
+    distillation.finish();
+    if (d.teacher.empty()) distillation.fail("teacher", "must name the teacher's model file");
+    d.teacher = fs::absolute(resolve(base_dir, d.teacher)).lexically_normal().string();
+    if (!fs::exists(d.teacher)) distillation.fail("teacher", "names a missing file: " + d.teacher);
+    if (!(d.temperature > 0) || !std::isfinite(d.temperature)) distillation.fail("temperature", "must be positive");
+    if (!(d.alpha >= 0 && d.alpha <= 1)) distillation.fail("alpha", "must be in [0, 1]");
+    return d;
+}
+
 }  // namespace
 
 RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source, const std::string& base_dir) {
@@ -226,6 +243,12 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     c.data = parse_data_settings(root.section("data"), source);
     c.training = parse_training_settings(root.section("training"), source);
     if (root.has("quantization")) c.quantization = quantization_config_from_json(root.section("quantization"), source);
+    if (root.has("distillation")) {
+        // Masked-LM logits cover the masked positions only, over the vocabulary: distilling them
+        // is another design (which positions, whose vocabulary), not this one.
+        if (c.data.task == "mlm") root.fail("distillation", "is for data.task classification and squad, not mlm");
+        c.distillation = parse_distillation_settings(root.section("distillation"), source, base_dir);
+    }
     c.pipeline = parse_pipeline_settings(root.section("pipeline"), source);
     root.finish();
     return c;
@@ -245,16 +268,16 @@ nlohmann::json read_with_base(const std::string& path, int depth) {
     if (depth >= 8) throw std::runtime_error(path + ": 'base' chain deeper than 8 files (a cycle?)");
     const fs::path folder = fs::path(path).parent_path();
     nlohmann::json merged = read_with_base((folder / raw["base"].get<std::string>()).string(), depth + 1);
-    // The base's model paths are relative to the base's own folder: fixed here, before this
-    // file's folder would be taken for them.
+    // The base's model and teacher paths are relative to the base's own folder: fixed here,
+    // before this file's folder would be taken for them.
     const fs::path base_folder = (folder / raw["base"].get<std::string>()).parent_path();
-    if (merged.contains("model") && merged["model"].is_object())
-        for (const char* key : {"config", "init"}) {
-            if (!merged["model"].contains(key)) continue;
-            nlohmann::json& value = merged["model"][key];
-            if (value.is_string() && !value.get<std::string>().empty() && fs::path(value.get<std::string>()).is_relative())
-                value = fs::absolute(base_folder / value.get<std::string>()).lexically_normal().string();
-        }
+    const std::pair<const char*, const char*> paths[] = {{"model", "config"}, {"model", "init"}, {"distillation", "teacher"}};
+    for (const auto& [section, key] : paths) {
+        if (!merged.contains(section) || !merged[section].is_object() || !merged[section].contains(key)) continue;
+        nlohmann::json& value = merged[section][key];
+        if (value.is_string() && !value.get<std::string>().empty() && fs::path(value.get<std::string>()).is_relative())
+            value = fs::absolute(base_folder / value.get<std::string>()).lexically_normal().string();
+    }
     raw.erase("base");
     merged.merge_patch(raw);
     return merged;
@@ -309,6 +332,10 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"group_by_length", t.group_by_length}, {"bf16", t.bf16}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     if (c.quantization) j["quantization"] = quantization_config_to_json(*c.quantization);
+    if (c.distillation)
+        j["distillation"] = {{"teacher", c.distillation->teacher},
+                             {"temperature", c.distillation->temperature},
+                             {"alpha", c.distillation->alpha}};
     const PipelineSettings& p = c.pipeline;
     j["pipeline"] = {{"qat_learning_rate_ratio", p.qat_learning_rate_ratio},
                      {"qat_num_train_epochs", p.qat_num_train_epochs},

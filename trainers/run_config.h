@@ -15,6 +15,11 @@
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h)
 //   "quantization": (qdqbert/qdq_placement.h)
+//   "distillation": teacher (a model of the same task: a checkpoint, model.h5, .safetensors or
+//               HF directory; run in float, without quantizers), temperature (T > 0, default 1),
+//               alpha (in [0, 1], default 0.5): loss = α·task loss + (1 − α)·T²·KL(teacher ‖
+//               student) of the softmaxes at T (trainers/distillation.h); classification and
+//               squad only
 //   "pipeline": qat_learning_rate_ratio (0.1: QAT at a tenth of the FP32 rate, the recipes' 1/10
 //               to 1/100), qat_num_train_epochs (default: the FP32 run's), calibration ("best",
 //               or a method name such as "percentile-99.99"), onnx_target ("onnxruntime-cpu" or
@@ -38,7 +43,8 @@
 // eval_imdb_loss, eval_wiki_loss and so on, and eval_loss over all sets' masked tokens
 // together; max_eval_examples then applies to each set.
 // Paths in "data" are relative to data.data_dir (default: the data directory, see
-// data/data_dir.h); paths in "model" are relative to the config file's folder.
+// data/data_dir.h); paths in "model" and distillation.teacher are relative to the config file's
+// folder (the teacher's is saved absolute, so a run's config.json reloads from its own folder).
 #pragma once
 
 #include <cstdint>
@@ -130,11 +136,19 @@ struct PipelineSettings {
     Sensitivity sensitivity = Sensitivity::layers;
 };
 
+// Knowledge distillation from a teacher model (trainers/distillation.h).
+struct DistillationSettings {
+    std::string teacher;  // resolved, absolute path
+    double temperature = 1;
+    double alpha = 0.5;  // the task loss's weight; 1 − alpha the KL term's
+};
+
 struct RunConfig {
     ModelSettings model;
     DataSettings data;
     TrainingSettings training;
     std::optional<QuantizationConfig> quantization;
+    std::optional<DistillationSettings> distillation;
     PipelineSettings pipeline;
     std::string source;           // the file it came from
 };

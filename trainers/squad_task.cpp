@@ -2,7 +2,8 @@
 // "[CLS] question [SEP] context [SEP]" windows (data/squad_features.h, unpadded: batches pad to
 // their longest window), the mean of the start and end cross-entropies, and the official v1.1
 // exact match and F1 (data/metrics.h) of run_qa.py's postprocessed answers
-// (data/squad_postprocess.h), counted over questions, not windows.
+// (data/squad_postprocess.h), counted over questions, not windows. With a distillation section
+// the training loss adds the teacher's on both logits (trainers/distillation.h).
 //
 // The evaluation set is data.eval_files, or with data.squad_eval_fraction > 0 the articles that
 // split_squad_by_article sets aside from data.train_files (eval_files must then be empty: two
@@ -23,6 +24,7 @@
 #include "data/squad_reader.h"
 #include "nn/heads.h"
 #include "trainers/checkpoint.h"
+#include "trainers/distillation.h"
 #include "trainers/task.h"
 
 namespace qdq {
@@ -109,6 +111,7 @@ public:
           model_(model_config_, init_rng_),
           tokenizer_(task_tokenizer(config)) {
         init_task_model(model_, model_.bert, config, data);
+        if (data.train && config.distillation) teacher_ = make_teacher<nn::BertForQuestionAnswering>(config, model_config_);
         const DataSettings& d = config.data;
         const bool split = d.squad_eval_fraction > 0;
         if (split && !d.eval_files.empty())
@@ -156,8 +159,13 @@ public:
             ends.push_back(train_.windows[(size_t)i].end_position);
         }
         const Shape rows = {(int64_t)indices.size()};
-        return nn::BertForQuestionAnswering::loss(model_.forward(inputs_of(batch)), from_ints(rows, starts),
-                                                  from_ints(rows, ends));
+        const nn::BertInputs in = inputs_of(batch);
+        const nn::SpanLogits logits = model_.forward(in);
+        const Tensor loss = nn::BertForQuestionAnswering::loss(logits, from_ints(rows, starts), from_ints(rows, ends));
+        if (!teacher_) return loss;
+        const nn::SpanLogits teacher_logits = teacher_forward(*teacher_, in);
+        return distillation_loss(*config_.distillation, loss, {logits.start, logits.end},
+                                 {teacher_logits.start, teacher_logits.end});
     }
 
     nlohmann::json evaluate(int64_t batch_size) override {
@@ -249,6 +257,7 @@ private:
     nn::BertConfig model_config_;
     Rng init_rng_;
     nn::BertForQuestionAnswering model_;
+    std::unique_ptr<nn::BertForQuestionAnswering> teacher_;  // with a distillation section, for training
     WordPieceTokenizer tokenizer_;
     Features train_, eval_;
 };

@@ -11,15 +11,14 @@
 
 namespace qdq {
 
+nn::BertConfig model_file_config(const std::string& path) {
+    nlohmann::json run = checkpoint_run_config(path);
+    if (!run.is_null()) return nn::bert_config_from_json(run.at("model").at("config"), path);
+    return nn::load_pretrained_config(path);
+}
+
 nn::BertConfig task_model_config(const RunConfig& config) {
-    nn::BertConfig c;
-    if (config.model.config) {
-        c = *config.model.config;
-    } else {
-        nlohmann::json run = checkpoint_run_config(config.model.init);
-        if (!run.is_null()) c = nn::bert_config_from_json(run.at("model").at("config"), config.model.init);
-        else c = nn::load_pretrained_config(config.model.init);
-    }
+    nn::BertConfig c = config.model.config ? *config.model.config : model_file_config(config.model.init);
     if (config.data.max_seq_length > c.max_position_embeddings)
         throw std::runtime_error(config.source + ": data.max_seq_length " + std::to_string(config.data.max_seq_length) +
                                  " is over the model's max_position_embeddings " +

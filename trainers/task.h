@@ -56,7 +56,9 @@ public:
 
     // The mean loss over training features `indices`, recorded on the tape (the model is in
     // training mode). data_rng is the task's own randomness (MLM masking); it is saved in
-    // checkpoints, so a task draws from it and from nothing else.
+    // checkpoints, so a task draws from it and from nothing else. With a distillation section,
+    // distillation_loss of that loss and of both models' logits for the batch
+    // (trainers/distillation.h).
     virtual Tensor train_loss(const std::vector<int64_t>& indices, Rng& data_rng) = 0;
 
     // One pass over the evaluation set in eval mode without the tape, batch_size features at a
@@ -78,6 +80,10 @@ public:
     virtual nlohmann::json predict(const std::string& path, int64_t batch_size) = 0;
 };
 
+// The model config a model file holds: a checkpoint's (its run config's model.config), else
+// the HF directory's, config.json's or .h5 file's (nn/pretrained.h).
+nn::BertConfig model_file_config(const std::string& path);
+
 // The model config (config.model.config, else the init checkpoint's), with the task's settings
 // checked against it (e.g. max_seq_length within max_position_embeddings).
 nn::BertConfig task_model_config(const RunConfig& config);
@@ -86,7 +92,8 @@ nn::BertConfig task_model_config(const RunConfig& config);
 // given and data.weights is set; missing weights are reported on stderr, as HF's from_pretrained
 // warns) and reads the data sets `data` asks for. Errors name the file and the config key. With
 // a "quantization" section the model gets its quantizers (qdqbert/qdq_placement.h) before
-// model.init is read, so a calibrated checkpoint's ranges load with its weights.
+// model.init is read, so a calibrated checkpoint's ranges load with its weights. With
+// data.train and a "distillation" section it also loads the teacher (trainers/distillation.h).
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
 
 // The run config as checkpoints and config.json keep it: run_config_to_json with model.config

@@ -1,7 +1,9 @@
-// log_softmax and cross_entropy over the last axis. With lse = log Σ_j e^{x_j} = m + s,
-// m the row max and s = log Σ_j e^{x_j − m} (so nothing overflows):
+// log_softmax, cross_entropy and softmax_kl_div over the last axis. With
+// lse = log Σ_j e^{x_j} = m + s, m the row max and s = log Σ_j e^{x_j − m} (so nothing overflows):
 //   log_softmax(x) = x − lse,  d/dx: dx = dy − softmax(x)·Σ dy
 //   cross_entropy row r = lse_r − x_r[label_r],  d/dx_r = (softmax(x_r) − onehot(label_r)) / count
+//   softmax_kl_div: with log p = log_softmax(t/T) (teacher) and log q = log_softmax(x/T)
+//   (student), row r = Σ_j p_j·(log p_j − log q_j),  d/dx_r = (q_r − p_r) / (T·rows)
 // m and s are kept apart, never rounded into one float: x − m is exact for the large entries, so
 // logits of magnitude ~100 (ulp 8e-6) lose no more precision than logits near 1.
 // cross_entropy is fused: it keeps m and s per row for backward, not an [N, C] tensor (for a
@@ -25,18 +27,26 @@ constexpr int64_t kGrain = 1 << 14;
 
 int64_t row_grain(int64_t C) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(C, 1)); }
 
+// lse(scale·x) = scale·max + log_sum, max the row's max of x. Scaling x − max rather than x keeps
+// the differences exact for the large entries (see above) at a temperature too; scale 1
+// multiplies exactly.
 struct LogSumExp {
-    float max, log_sum;  // lse = max + log_sum
+    float max, log_sum;
 };
 
-inline LogSumExp row_logsumexp(const float* x, int64_t C) {
+inline LogSumExp row_logsumexp(const float* x, int64_t C, float scale = 1.0f) {
     float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
     for (int64_t j = 0; j < C; ++j) m = std::max(m, x[j]);
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < C; ++j) sum += vmath::exp_approx(x[j] - m);
+    for (int64_t j = 0; j < C; ++j) sum += vmath::exp_approx((x[j] - m) * scale);
     return {m, std::log(sum)};
+}
+
+// log_softmax(scale·x)_j of a row
+inline float log_softmax_at(const float* x, const LogSumExp& lse, float scale, int64_t j) {
+    return (x[j] - lse.max) * scale - lse.log_sum;
 }
 
 // y [rows, C] = x − lse(x), row by row
@@ -93,6 +103,41 @@ void cross_entropy_backward(float* dx, const float* x, const LogSumExp* lse,
         for (int64_t j = 0; j < C; ++j)
             dxr[j] += scale * vmath::exp_approx((xr[j] - m) - log_sum);
         dxr[labels[r]] -= scale;
+    }
+}
+
+// losses [rows] and both rows' lse for student x and teacher t [rows, C] at 1/T = inv_t. A
+// teacher probability that underflows to 0 adds 0, as PyTorch's kl_div takes 0·log 0 as 0.
+QDQ_VECTOR_KERNEL
+void softmax_kl_div_forward(float* losses, LogSumExp* lse_x, LogSumExp* lse_t, const float* x, const float* t,
+                            float inv_t, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * C;
+        const float* tr = t + r * C;
+        const LogSumExp lx = lse_x[r] = row_logsumexp(xr, C, inv_t);
+        const LogSumExp lt = lse_t[r] = row_logsumexp(tr, C, inv_t);
+        float kl = 0.0f;
+#pragma omp simd reduction(+ : kl)
+        for (int64_t j = 0; j < C; ++j) {
+            const float log_p = log_softmax_at(tr, lt, inv_t, j);
+            kl += vmath::exp_approx(log_p) * (log_p - log_softmax_at(xr, lx, inv_t, j));
+        }
+        losses[r] = kl;
+    }
+}
+
+// dx [rows, C] += scale·(q − p), q and p the student's and teacher's softmax at 1/T = inv_t
+QDQ_VECTOR_KERNEL
+void softmax_kl_div_backward(float* dx, const float* x, const float* t, const LogSumExp* lse_x,
+                             const LogSumExp* lse_t, float inv_t, float scale, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * C;
+        const float* tr = t + r * C;
+        float* dxr = dx + r * C;
+#pragma omp simd
+        for (int64_t j = 0; j < C; ++j)
+            dxr[j] += scale * (vmath::exp_approx(log_softmax_at(xr, lse_x[r], inv_t, j)) -
+                               vmath::exp_approx(log_softmax_at(tr, lse_t[r], inv_t, j)));
     }
 }
 
@@ -163,6 +208,42 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_
                 cross_entropy_backward(gx + begin * C, px + begin * C, lse->data() + begin,
                                        saved_labels.i32() + begin, ignore_index, scale,
                                        end - begin, C);
+            });
+        });
+    return loss;
+}
+
+Tensor softmax_kl_div(const Tensor& student, const Tensor& teacher, float temperature) {
+    check(student.defined() && student.dtype() == DType::F32 && student.dim() == 2,
+          "softmax_kl_div: student logits must be a float32 [N, C] tensor");
+    check(teacher.defined() && teacher.dtype() == DType::F32 && teacher.shape() == student.shape(),
+          "softmax_kl_div: teacher logits must be float32 " + shape_str(student.shape()) + " as the student's");
+    check(temperature > 0 && std::isfinite(temperature),
+          "softmax_kl_div: temperature must be positive, got " + std::to_string(temperature));
+    check_cpu("softmax_kl_div", {&student, &teacher});
+    const int64_t rows = student.size(0), C = student.size(1);
+    const float inv_t = 1.0f / temperature;
+
+    Tensor losses = empty({rows});
+    auto lse_x = std::make_shared<std::vector<LogSumExp>>((size_t)rows);
+    auto lse_t = std::make_shared<std::vector<LogSumExp>>((size_t)rows);
+    const float* px = student.f32();
+    const float* pt = teacher.f32();
+    parallel_for(rows, row_grain(C), [&](int64_t begin, int64_t end) {
+        softmax_kl_div_forward(losses.f32() + begin, lse_x->data() + begin, lse_t->data() + begin, px + begin * C,
+                               pt + begin * C, inv_t, end - begin, C);
+    });
+    double total = 0.0;
+    for (int64_t r = 0; r < rows; ++r) total += losses.f32()[r];
+    Tensor loss = full({}, rows ? (float)(total / (double)rows) : 0.0f);
+
+    if (needs_grad({student}))
+        record(loss, [student, teacher, lse_x, lse_t, inv_t, rows, C](const Tensor& gy) {
+            const float scale = rows ? gy.item() * inv_t / (float)rows : 0.0f;
+            float* gx = student.grad_buffer().f32();
+            parallel_for(rows, row_grain(C), [&](int64_t begin, int64_t end) {
+                softmax_kl_div_backward(gx + begin * C, student.f32() + begin * C, teacher.f32() + begin * C,
+                                        lse_x->data() + begin, lse_t->data() + begin, inv_t, scale, end - begin, C);
             });
         });
     return loss;
