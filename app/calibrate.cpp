@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
-#include <map>
 #include <optional>
 
 #include "app/calibration_report.h"
@@ -58,48 +57,39 @@ double forward_pass(Task& task, const std::vector<std::vector<int64_t>>& batches
     return seconds;
 }
 
-nlohmann::json histogram_json(const HistogramCalibrator& calib) {
+ActivationHistogram histogram_of(const HistogramCalibrator& calib) {
     // At most 512 bars: enough to see the shape and the tail, small enough to keep in the JSON.
     const size_t bins = calib.counts.size(), merge = (bins + 511) / 512;
     std::vector<int64_t> counts((bins + merge - 1) / merge, 0);
     for (size_t i = 0; i < bins; ++i) counts[i / merge] += calib.counts[i];
-    return {{"bin_width", (double)calib.width * (double)merge}, {"counts", counts}, {"max", calib.max}};
-}
-
-double main_value(const nlohmann::json& metrics, const std::string& metric, const std::string& source) {
-    if (!metrics.contains(metric) || !metrics[metric].is_number())
-        throw std::runtime_error(source + ": the evaluation has no metric '" + metric + "'");
-    return metrics[metric].get<double>();
+    return {(double)calib.width * (double)merge, counts, calib.max};
 }
 
 using Quantizers = std::vector<std::pair<std::string, TensorQuantizer*>>;
 
 // Evaluates with the quantizers matching `left_in_float` disabled, then re-enables them.
-nlohmann::json evaluate_without(Task& task, const Quantizers& quantizers,
-                                const std::function<bool(const std::string&)>& left_in_float, int64_t batch_size) {
+Metrics evaluate_without(Task& task, const Quantizers& quantizers,
+                         const std::function<bool(const std::string&)>& left_in_float, int64_t batch_size) {
     for (auto& [name, q] : quantizers)
         if (left_in_float(name)) q->mode = QuantMode::Disabled;
-    nlohmann::json metrics = task.evaluate(batch_size);
+    Metrics metrics = task_metrics(task.evaluate(batch_size));
     for (auto& [name, q] : quantizers) q->mode = QuantMode::Quantizing;
     return metrics;
 }
 
 // Each quantizer after the collecting pass: a weight's range, clipped fraction and SQNR; an
 // activation's histogram.
-nlohmann::json quantizer_stats(const Quantizers& quantizers) {
-    nlohmann::json stats = nlohmann::json::array();
+std::vector<QuantizerStats> quantizer_stats(const Quantizers& quantizers) {
+    std::vector<QuantizerStats> stats;
     for (auto& [name, q] : quantizers) {
-        const bool weight = q->role == QuantRole::Weight;
-        nlohmann::json entry = {{"name", name}, {"kind", weight ? "weight" : "activation"}};
-        if (weight) {
+        QuantizerStats entry{.name = name};
+        if (q->role == QuantRole::Weight) {
             RangeStats s = tensor_range_stats(q->weight, q->amax, quant_params(q->desc));
             const float* a = q->amax.f32();
-            entry["amax_max"] = *std::max_element(a, a + q->amax.numel());
-            entry["amax_min"] = *std::min_element(a, a + q->amax.numel());
-            entry["clipped_fraction"] = s.clipped_fraction;
-            entry["sqnr_db"] = s.sqnr_db;
+            entry.weight = WeightRangeStats{*std::max_element(a, a + q->amax.numel()),
+                                            *std::min_element(a, a + q->amax.numel()), s.clipped_fraction, s.sqnr_db};
         } else if (const auto* h = std::get_if<HistogramCalibrator>(&q->calibrator)) {
-            entry["histogram"] = histogram_json(*h);
+            entry.histogram = histogram_of(*h);
         }
         stats.push_back(entry);
     }
@@ -107,33 +97,32 @@ nlohmann::json quantizer_stats(const Quantizers& quantizers) {
 }
 
 // Each activation quantizer's range under the method just loaded, with its clipping and SQNR.
-void add_method_stats(nlohmann::json& stats, const Quantizers& quantizers, const std::string& method) {
+void add_method_stats(std::vector<QuantizerStats>& stats, const Quantizers& quantizers, const std::string& method) {
     for (size_t i = 0; i < quantizers.size(); ++i) {
         TensorQuantizer& q = *quantizers[i].second;
         const auto* h = std::get_if<HistogramCalibrator>(&q.calibrator);
         if (q.role == QuantRole::Weight || !h) continue;
         RangeStats s = histogram_range_stats(*h, q.amax.item());
-        stats[i]["methods"][method] = {{"amax", q.amax.item()}, {"clipped_fraction", s.clipped_fraction},
-                                       {"sqnr_db", s.sqnr_db}};
+        stats[i].methods[method] = {q.amax.item(), s.clipped_fraction, s.sqnr_db};
     }
 }
 
 // The sweep: the metric with each layer's (or each) quantizer left in float in turn.
-nlohmann::json sensitivity_rows(Task& task, const Quantizers& quantizers, Sensitivity mode, const std::string& metric,
-                                int64_t batch_size, const std::string& source) {
-    nlohmann::json rows = nlohmann::json::array();
+std::vector<SensitivityRow> sensitivity_rows(Task& task, const Quantizers& quantizers, Sensitivity mode,
+                                             const std::string& metric, int64_t batch_size, const std::string& source) {
+    std::vector<SensitivityRow> rows;
     if (mode == Sensitivity::layers) {
         for (size_t i = 0; i < task.encoder().layers.size(); ++i) {
             const std::string tag = "encoder.layer." + std::to_string(i) + ".";
-            nlohmann::json metrics = evaluate_without(
+            Metrics metrics = evaluate_without(
                 task, quantizers, [&](const std::string& n) { return n.find(tag) != std::string::npos; }, batch_size);
-            rows.push_back({{"left_in_float", "layer " + std::to_string(i)}, {"value", main_value(metrics, metric, source)}});
+            rows.push_back({"layer " + std::to_string(i), metric_value(metrics, metric, source)});
         }
         return rows;
     }
     for (auto& [name, q] : quantizers) {
-        nlohmann::json metrics = evaluate_without(task, quantizers, [&](const std::string& n) { return n == name; }, batch_size);
-        rows.push_back({{"left_in_float", name}, {"value", main_value(metrics, metric, source)}});
+        Metrics metrics = evaluate_without(task, quantizers, [&](const std::string& n) { return n == name; }, batch_size);
+        rows.push_back({name, metric_value(metrics, metric, source)});
     }
     return rows;
 }
@@ -145,7 +134,7 @@ std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& co
     return {config.calibrator};
 }
 
-nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
+CalibrationResult calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
     if (!config.quantization) throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
     const QuantizationConfig& qc = *config.quantization;
     MatmulPrecisionGuard precision(run_matmul_precision(config.training));
@@ -160,19 +149,18 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
     const int64_t batch_size = t.per_device_eval_batch_size;
     const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
 
-    nlohmann::json result = {{"checkpoint", checkpoint}, {"metric", metric}, {"quantization", quantization_config_to_json(qc)}};
+    CalibrationResult result{.checkpoint = checkpoint, .metric = metric, .quantization = qc};
     set_quant_mode(model, QuantMode::Disabled);
-    result["fp32"] = task.evaluate(batch_size);
-    std::cerr << "calibrate: fp32 " << metric << " " << result["fp32"][metric] << "\n";
+    result.fp32 = task_metrics(task.evaluate(batch_size));
+    std::cerr << "calibrate: fp32 " << metric << " " << metric_value(result.fp32, metric, config.source) << "\n";
 
     // The plain pass first, over the very batches calibration reads: the cost's denominator.
     const auto batches = calibration_batches(task, qc.calibration_examples, batch_size);
     const double plain_seconds = forward_pass(task, batches, t.seed);
     begin_calibration(model);
     const double collect_seconds = forward_pass(task, batches, t.seed);
-    nlohmann::json stats = quantizer_stats(quantizers);
+    result.quantizers = quantizer_stats(quantizers);
 
-    nlohmann::json methods = nlohmann::json::array();
     double ranges_seconds = 0;
     std::optional<CalibrationMethod> best;
     double best_value = 0;
@@ -182,9 +170,9 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
         load_activation_ranges(model, m);
         apply_range_options(task.encoder(), qc);
         ranges_seconds += now_seconds() - start;
-        add_method_stats(stats, quantizers, name);
-        nlohmann::json metrics = task.evaluate(batch_size);
-        const double value = main_value(metrics, metric, config.source);
+        add_method_stats(result.quantizers, quantizers, name);
+        Metrics metrics = task_metrics(task.evaluate(batch_size));
+        const double value = metric_value(metrics, metric, config.source);
         std::cerr << "calibrate: " << name << " " << metric << " " << value << "\n";
         QuantizationConfig saved = qc;
         saved.calibrator = m;
@@ -193,28 +181,25 @@ nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOpt
         fs::create_directories(out_dir + "/" + name);
         const std::string path = out_dir + "/" + name + "/model.h5";
         save_checkpoint(path, {model.state_dict(), {}, {}, saved_config});
-        methods.push_back({{"method", name}, {"metrics", metrics}, {"checkpoint", path}});
+        result.methods.push_back({name, metrics, path});
         if (!best || is_improvement(t, metric, value, best_value)) best = m, best_value = value;
     }
-    result["methods"] = methods;
-    result["best"] = calibration_method_name(*best);
-    result["cost"] = {{"calibration_examples", (int64_t)qc.calibration_examples},
-                      {"batches", (int64_t)batches.size()},
-                      {"plain_pass_seconds", plain_seconds},
-                      {"collect_seconds", collect_seconds},
-                      {"collect_ratio", collect_seconds / plain_seconds},
-                      {"ranges_seconds_all_methods", ranges_seconds},
-                      {"total_ratio", (collect_seconds + ranges_seconds) / plain_seconds}};
-    result["quantizers"] = stats;
+    result.best = calibration_method_name(*best);
+    result.cost = {.calibration_examples = qc.calibration_examples,
+                   .batches = (int64_t)batches.size(),
+                   .plain_pass_seconds = plain_seconds,
+                   .collect_seconds = collect_seconds,
+                   .collect_ratio = collect_seconds / plain_seconds,
+                   .ranges_seconds_all_methods = ranges_seconds,
+                   .total_ratio = (collect_seconds + ranges_seconds) / plain_seconds};
 
     if (options.sensitivity != Sensitivity::none) {
         load_activation_ranges(model, *best);
         apply_range_options(task.encoder(), qc);
-        result["sensitivity"] = {{"method", result["best"]},
-                                 {"baseline", best_value},
-                                 {"rows", sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source)}};
+        result.sensitivity = SensitivitySweep{
+            result.best, best_value, sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source)};
     }
-    write_json_file(out_dir + "/calibration.json", result);
+    write_json_file(out_dir + "/calibration.json", calibration_result_to_json(result));
     write_calibration_report(out_dir, result);
     return result;
 }

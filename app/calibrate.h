@@ -16,8 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "app/calibration_result.h"
 #include "qdqbert/calibration.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"
@@ -38,6 +37,6 @@ std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& co
 // `task` was made from `config`: its model holds model.init's float weights and the quantizers
 // of the "quantization" section.
 // Returns what calibration.json holds.
-nlohmann::json calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options);
+CalibrationResult calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options);
 
 }  // namespace qdq

@@ -80,9 +80,10 @@ int run_calibrate(const RunConfig& config, std::map<std::string, std::string>& o
         option_choice(options, "--sensitivity", Sensitivity::layers, kSensitivityNames);
     calibrate_options.all_methods = options.count("--all-methods") > 0;
     std::unique_ptr<Task> task = make_task(with_weights, {true, true});
-    nlohmann::json result = calibrate(with_weights, *task, calibrate_options);
-    nlohmann::json summary = {{"fp32", result["fp32"]}, {"best", result["best"]}, {"cost", result["cost"]}};
-    for (const auto& m : result["methods"]) summary[m["method"].get<std::string>()] = m["metrics"];
+    const CalibrationResult result = calibrate(with_weights, *task, calibrate_options);
+    nlohmann::json summary = {
+        {"fp32", metrics_to_json(result.fp32)}, {"best", result.best}, {"cost", calibration_cost_to_json(result.cost)}};
+    for (const CalibratedMethod& m : result.methods) summary[m.name] = metrics_to_json(m.metrics);
     std::printf("%s\n", summary.dump().c_str());
     return 0;
 }

@@ -1,11 +1,14 @@
 // A task's evaluation set run through an exported model in ONNX Runtime and scored by the task's
-// own Task::score(): the metric of the model as deployed, and what it costs there.
+// own Task::score(): the metric of the model as deployed, and what it costs there. The pipeline
+// keeps the two it runs in onnx/evaluation.json (app/pipeline_results.h).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "app/result_fields.h"
 #include "trainers/task.h"
 
 namespace qdq {
@@ -16,10 +19,22 @@ struct OnnxEvaluationOptions {
     int64_t latency_examples = 32;  // single-example runs timed for latency_ms
 };
 
-// {"metrics": score()'s, "ms_per_example": session time of the whole batched pass per example
-//  (per window for SQuAD),
-//  "latency_ms": the median single-example run over the first latency_examples of the
-//  evaluation batches (the longest examples), "threads": as asked}
-nlohmann::json evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options);
+struct OnnxEvaluation {
+    std::string model{};  // its row in the pipeline's table ("ONNX Runtime FP32"); set by the caller
+    std::string file{};   // the .onnx file; set by the caller
+    Metrics metrics{};    // score()'s
+    // Session time of the whole batched pass per example (per window for SQuAD).
+    double ms_per_example = 0;
+    // The median single-example run over the first latency_examples of the evaluation batches
+    // (the longest examples).
+    double latency_ms = 0;
+    int threads = 0;  // as asked
+};
+
+OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options);
+
+nlohmann::json onnx_evaluation_to_json(const OnnxEvaluation& evaluation);
+// `path` is the evaluation's dotted location in `source` ("[1]", "onnx[0]").
+OnnxEvaluation onnx_evaluation_from_json(const nlohmann::json& j, const std::string& path, const std::string& source);
 
 }  // namespace qdq

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "app/calibrate.h"
 #include "app/export.h"
@@ -26,12 +27,12 @@ RunConfig stage(const RunConfig& config, const std::string& name) {
 }
 
 // Trains `config` unless its output directory already holds the finished model. Returns the
-// final metrics, or null when the run was interrupted.
-nlohmann::json train_stage(const RunConfig& config, const char* name) {
+// final metrics, or none when the run was interrupted.
+std::optional<Metrics> train_stage(const RunConfig& config, const char* name) {
     const std::string results = config.training.output_dir + "/eval_results.json";
     if (fs::exists(config.training.output_dir + "/model.h5") && fs::exists(results)) {
         std::cerr << "pipeline: " << name << " done before (" << config.training.output_dir << ")\n";
-        return read_json_file(results);
+        return metrics_from_json(read_json_file(results), "", results);
     }
     std::cerr << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
     std::unique_ptr<Task> task = make_task(config, {true, true});
@@ -39,17 +40,17 @@ nlohmann::json train_stage(const RunConfig& config, const char* name) {
     options.progress_bar = isatty(STDERR_FILENO);
     TrainOutcome outcome = train(config, *task, options);
     if (outcome.status == TrainStatus::diverged) throw std::runtime_error(name + std::string(": ") + outcome.message);
-    if (outcome.status == TrainStatus::interrupted) return nullptr;
-    return outcome.metrics;
+    if (outcome.status == TrainStatus::interrupted) return std::nullopt;
+    return task_metrics(outcome.metrics);
 }
 
 // Both models as deployed: exported, then evaluated and timed in ONNX Runtime. The rows are kept
 // in onnx/evaluation.json, so a rerun does not repeat them.
-nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunConfig& qat) {
+OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunConfig& qat) {
     const std::string dir = config.training.output_dir + "/onnx", done = dir + "/evaluation.json";
     if (fs::exists(done)) {
         std::cerr << "pipeline: onnx done before (" << dir << ")\n";
-        return read_json_file(done);
+        return onnx_stage_from_json(read_json_file(done), "", done);
     }
     fs::create_directories(dir);
     const QdqTarget target = config.pipeline.onnx_target;
@@ -58,24 +59,25 @@ nlohmann::json onnx_stage(const RunConfig& config, const RunConfig& fp32, const 
     options.threads = config.pipeline.onnx_threads;
     // Scoring needs only the evaluation set, which both models share: one task reads it once.
     std::unique_ptr<Task> task = make_task(fp32, {.train = false, .weights = false});
-    nlohmann::json rows = nlohmann::json::array();
+    OnnxStage onnx;
     const struct {
         const RunConfig& run;
         const char* file;
         std::string model;
-    } stages[] = {{fp32, "model_fp32.onnx", "ONNX Runtime FP32"},
-                  {qat, "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + std::string(qdq_target_name(target)) + " Q/DQ)"}};
+        OnnxEvaluation& evaluation;
+    } stages[] = {{fp32, "model_fp32.onnx", "ONNX Runtime FP32", onnx.fp32},
+                  {qat, "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + std::string(qdq_target_name(target)) + " Q/DQ)",
+                   onnx.int8}};
     for (const auto& s : stages) {
         const std::string path = dir + "/" + s.file;
         std::cerr << "pipeline: onnx -> " << path << "\n";
         export_task_onnx(s.run, s.run.training.output_dir + "/model.h5", path, target);
-        nlohmann::json row = evaluate_onnx(*task, path, options);
-        row["model"] = s.model;
-        row["file"] = path;
-        rows.push_back(row);
+        s.evaluation = evaluate_onnx(*task, path, options);
+        s.evaluation.model = s.model;
+        s.evaluation.file = path;
     }
-    write_json_file(done, rows);
-    return rows;
+    write_json_file(done, onnx_stage_to_json(onnx));
+    return onnx;
 }
 
 }  // namespace
@@ -108,55 +110,36 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
         throw std::runtime_error(config.source + ": the pipeline needs a \"quantization\" section");
     if (config.data.task == "mlm") throw std::runtime_error(config.source + ": the pipeline fine-tunes a task, not mlm");
     if (config.pipeline.onnx) check_onnx_exportable(config);  // before hours of training, not after
-    nlohmann::json results = {{"config", run_config_to_json(config)}};
+    PipelineResults results{.config = run_config_to_json(config)};
 
     const RunConfig fp32 = fp32_stage_config(config);
-    results["fp32"] = train_stage(fp32, "fp32");
-    if (results["fp32"].is_null()) return {false, results};
+    std::optional<Metrics> fp32_metrics = train_stage(fp32, "fp32");
+    if (!fp32_metrics) return {false, results};
+    results.fp32 = *fp32_metrics;
 
     const RunConfig calib = calibrate_stage_config(config);
     const std::string calibration_json = calib.training.output_dir + "/calibration.json";
-    if (!fs::exists(calibration_json)) {
+    if (fs::exists(calibration_json)) {
+        results.calibration = calibration_result_from_json(read_json_file(calibration_json), "", calibration_json);
+    } else {
         std::cerr << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(calib, {true, true});
         CalibrateOptions options;
         options.sensitivity = config.pipeline.sensitivity;
         options.all_methods = true;  // the PTQ rows of the results table
-        calibrate(calib, *task, options);
+        results.calibration = calibrate(calib, *task, options);
     }
-    results["calibration"] = read_json_file(calibration_json);
-    std::string method = config.pipeline.calibration == "best" ? results["calibration"]["best"].get<std::string>()
-                                                               : config.pipeline.calibration;
-    std::string checkpoint;
-    for (const auto& m : results["calibration"]["methods"])
-        if (m["method"] == method) checkpoint = m["checkpoint"];
-    if (checkpoint.empty())
-        throw std::runtime_error(config.source + ": pipeline.calibration: no calibration method '" + method + "'");
-    results["qat_from"] = method;
+    results.qat_from = config.pipeline.calibration == "best" ? results.calibration.best : config.pipeline.calibration;
+    const CalibratedMethod* method = find_method(results.calibration, results.qat_from);
+    if (!method)
+        throw std::runtime_error(config.source + ": pipeline.calibration: no calibration method '" + results.qat_from + "'");
 
-    const RunConfig qat = qat_stage_config(config, checkpoint);
-    results["qat"] = train_stage(qat, "qat");
-    if (results["qat"].is_null()) return {false, results};
+    const RunConfig qat = qat_stage_config(config, method->checkpoint);
+    std::optional<Metrics> qat_metrics = train_stage(qat, "qat");
+    if (!qat_metrics) return {false, results};
+    results.qat = *qat_metrics;
 
-    if (config.pipeline.onnx) results["onnx"] = onnx_stage(config, fp32, qat);
-
-    // One flat object of every stage's metrics, for sweeps over pipelines (app/sweep.h).
-    nlohmann::json summary;
-    auto add = [&](const std::string& prefix, const nlohmann::json& metrics) {
-        for (const auto& [name, value] : metrics.items())
-            if (value.is_number()) summary[prefix + name] = value;
-    };
-    add("fp32_", results["fp32"]);
-    for (const auto& m : results["calibration"]["methods"])
-        if (m["method"] == method) add("ptq_", m["metrics"]);
-    add("qat_", results["qat"]);
-    if (config.pipeline.onnx) {
-        add("onnx_fp32_", results["onnx"][0]["metrics"]);
-        add("onnx_int8_", results["onnx"][1]["metrics"]);
-        summary["onnx_fp32_latency_ms"] = results["onnx"][0]["latency_ms"];
-        summary["onnx_int8_latency_ms"] = results["onnx"][1]["latency_ms"];
-    }
-    results["summary"] = summary;
+    if (config.pipeline.onnx) results.onnx = onnx_stage(config, fp32, qat);
     write_pipeline_report(config, results);
     return {true, results};
 }

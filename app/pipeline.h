@@ -11,15 +11,14 @@
 //   results.json, results.md   one row per stage: the task's metrics (and ONNX latency)
 #pragma once
 
-#include <nlohmann/json.hpp>
-
+#include "app/pipeline_results.h"
 #include "trainers/run_config.h"
 
 namespace qdq {
 
 struct PipelineOutcome {
     bool finished = false;  // false: a training stage was interrupted (it resumes on a rerun)
-    nlohmann::json results;  // what results.json holds
+    PipelineResults results;  // what results.json holds (up to the interrupted stage)
 };
 
 PipelineOutcome run_pipeline(const RunConfig& config);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "app/svg_plot.h"
 #include "app/training_curves.h"
@@ -18,33 +19,22 @@ std::string fixed(double v, int digits) {
     return buf;
 }
 
-std::vector<std::string> shown_metrics(const nlohmann::json& fp32) {
-    if (fp32.contains("f1")) return {"exact_match", "f1"};
+std::vector<std::string> shown_metrics(const Metrics& fp32) {
+    if (fp32.values.count("f1")) return {"exact_match", "f1"};
     return {"accuracy"};
 }
 
-double percent(const nlohmann::json& metrics, const std::string& name) {
-    double v = metrics.at(name).get<double>();
-    return name == "accuracy" ? 100 * v : v;
+double percent(const Metrics& metrics, const std::string& name) {
+    auto it = metrics.values.find(name);
+    if (it == metrics.values.end()) throw std::out_of_range("the metrics have no '" + name + "'");
+    return name == "accuracy" ? 100 * it->second : it->second;
 }
 
-nlohmann::json pipeline_rows(const nlohmann::json& r) {
-    nlohmann::json rows = nlohmann::json::array();
-    rows.push_back({{"model", "FP32"}, {"metrics", r["fp32"]}});
-    for (const auto& m : r["calibration"]["methods"])
-        rows.push_back({{"model", "PTQ " + m["method"].get<std::string>()}, {"metrics", m["metrics"]}});
-    rows.push_back({{"model", "QAT (from " + r["qat_from"].get<std::string>() + ")"}, {"metrics", r["qat"]}});
-    if (r.contains("onnx"))
-        for (const auto& o : r["onnx"]) rows.push_back(o);
-    return rows;
-}
-
-void write_pipeline_report(const RunConfig& config, const nlohmann::json& results) {
+void write_pipeline_report(const RunConfig& config, const PipelineResults& results) {
     const std::string dir = config.training.output_dir;
     fs::create_directories(dir + "/plots");
-    write_json_file(dir + "/results.json", results);
-    const std::vector<std::string> metrics = shown_metrics(results["fp32"]);
-    const nlohmann::json rows = pipeline_rows(results);
+    write_json_file(dir + "/results.json", pipeline_results_to_json(results));
+    const std::vector<std::string> metrics = shown_metrics(results.fp32);
 
     std::string md = "# " + config.source + "\n\n| model |";
     std::string rule = "|---|";
@@ -52,24 +42,24 @@ void write_pipeline_report(const RunConfig& config, const nlohmann::json& result
     md += " ONNX Runtime latency, batch 1 (ms) | batched (ms/example) |\n" + rule + "---:|---:|\n";
     std::vector<std::string> labels;
     std::vector<double> values;
-    for (const auto& row : rows) {
-        md += "| " + row["model"].get<std::string>() + " |";
+    for (const PipelineRow& row : pipeline_rows(results)) {
+        md += "| " + row.model + " |";
         for (const std::string& m : metrics) {
-            const double v = percent(row["metrics"], m), base = percent(results["fp32"], m);
-            md += " " + fixed(v, 2) + " | " + (row["model"] == "FP32" ? "" : (v >= base ? "+" : "") + fixed(v - base, 2)) + " |";
+            const double v = percent(row.metrics, m), base = percent(results.fp32, m);
+            md += " " + fixed(v, 2) + " | " + (row.model == "FP32" ? "" : (v >= base ? "+" : "") + fixed(v - base, 2)) + " |";
         }
-        const bool timed = row.contains("latency_ms");
-        md += " " + (timed ? fixed(row["latency_ms"].get<double>(), 1) : std::string()) + " | " +
-              (timed ? fixed(row["ms_per_example"].get<double>(), 2) : std::string()) + " |\n";
-        labels.push_back(row["model"]);
-        values.push_back(percent(row["metrics"], metrics.back()));
+        md += " " + (row.latency_ms ? fixed(*row.latency_ms, 1) : std::string()) + " | " +
+              (row.ms_per_example ? fixed(*row.ms_per_example, 2) : std::string()) + " |\n";
+        labels.push_back(row.model);
+        values.push_back(percent(row.metrics, metrics.back()));
     }
-    const auto& c = results["calibration"]["cost"];
-    md += "\nEvaluated on " + std::to_string(results["fp32"].value("eval_examples", (int64_t)0)) +
-          " examples" + (results["fp32"].contains("eval_examples") ? "" : " (see eval_results.json)") +
-          ". Calibration: " + std::to_string(c["calibration_examples"].get<int64_t>()) +
-          " training examples, collecting at " + fixed(c["collect_ratio"].get<double>(), 2) +
-          "x the CPU time of a plain pass over them. QAT from the " + results["qat_from"].get<std::string>() +
+    const CalibrationCost& c = results.calibration.cost;
+    const auto examples = results.fp32.values.find("eval_examples");
+    const bool counted = examples != results.fp32.values.end();
+    md += "\nEvaluated on " + std::to_string(counted ? (int64_t)examples->second : (int64_t)0) + " examples" +
+          (counted ? "" : " (see eval_results.json)") + ". Calibration: " + std::to_string(c.calibration_examples) +
+          " training examples, collecting at " + fixed(c.collect_ratio, 2) +
+          "x the CPU time of a plain pass over them. QAT from the " + results.qat_from +
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
           " of the FP32 learning rate. Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
           "\n![" + metrics.back() + " by stage](plots/metric_by_stage.svg)\n![FP32 training](plots/fp32_loss.svg)\n"

@@ -1,6 +1,5 @@
-// The table of a pipeline run (app/pipeline.h): results.json (every stage's metrics and
-// the calibration summary) and results.md, one row per model — FP32, PTQ by each calibration
-// method, QAT, and the ONNX Runtime evaluations when there are — in the task's own metrics
+// The table of a pipeline run (app/pipeline.h): results.json (app/pipeline_results.h) and
+// results.md, one row per model (pipeline_rows) — FP32, PTQ by each calibration method, QAT, and the ONNX Runtime evaluations when there are — in the task's own metrics
 // (accuracy in %, or SQuAD exact match and F1), with the change from FP32 and, for ONNX, latency.
 // plots/metric_by_stage.svg shows the main metric of each row; plots/{fp32,qat}_{loss,eval}.svg
 // the two training runs' curves.
@@ -9,21 +8,17 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "app/pipeline_results.h"
 #include "trainers/run_config.h"
 
 namespace qdq {
 
-void write_pipeline_report(const RunConfig& config, const nlohmann::json& results);
-
-// The rows of the table: {"model", "metrics", ...} in order.
-nlohmann::json pipeline_rows(const nlohmann::json& results);
+void write_pipeline_report(const RunConfig& config, const PipelineResults& results);
 
 // The metrics a row shows, given the FP32 metrics: SQuAD's exact_match and f1, else accuracy.
-std::vector<std::string> shown_metrics(const nlohmann::json& fp32);
+std::vector<std::string> shown_metrics(const Metrics& fp32);
 // A shown metric in %: accuracy is kept as a fraction, SQuAD's scores already in %.
-double percent(const nlohmann::json& metrics, const std::string& name);
+double percent(const Metrics& metrics, const std::string& name);
 // `v` with `digits` decimals, as the tables print numbers.
 std::string fixed(double v, int digits);
 

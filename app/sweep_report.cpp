@@ -8,8 +8,10 @@
 #include <optional>
 
 #include "app/pipeline_report.h"
+#include "app/pipeline_results.h"
 #include "app/svg_plot.h"
 #include "app/training_curves.h"
+#include "json/json_fields.h"
 #include "json/json_file.h"
 #include "trainers/run_config.h"
 
@@ -51,6 +53,15 @@ struct StageRow {
     std::vector<double> latency_ms, ms_per_example;
 };
 
+// The seed a pipeline run was made with, from the config its results.json keeps.
+uint64_t run_seed(const PipelineResults& results, const std::string& source) {
+    JsonFields config(results.config, "config", source);
+    JsonFields training(required_section(config, "training"), "config.training", source);
+    uint64_t seed = 0;
+    read_required(training, "seed", seed);
+    return seed;
+}
+
 // The runs whose swept values other than training.seed are equal, in sweep order.
 std::vector<std::pair<nlohmann::json, std::vector<const SweepRun*>>> seed_groups(const Sweep& sweep) {
     std::vector<std::pair<nlohmann::json, std::vector<const SweepRun*>>> groups;
@@ -72,17 +83,17 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
     for (const SweepRun* run : runs) {
         const fs::path file = fs::path(run->dir) / "results.json";
         if (!fs::exists(file)) continue;
-        const nlohmann::json results = read_json_file(file.string());
-        if (metrics.empty()) metrics = shown_metrics(results["fp32"]);
+        const PipelineResults results = pipeline_results_from_json(read_json_file(file.string()), file.string());
+        if (metrics.empty()) metrics = shown_metrics(results.fp32);
         const std::string run_name = fs::path(run->dir).filename().string();
-        done.push_back(run_name + " (seed " + results["config"]["training"]["seed"].dump() + ")");
+        done.push_back(run_name + " (seed " + std::to_string(run_seed(results, file.string())) + ")");
         for (const char* stage : {"fp32", "qat"}) {
             const std::string prefix = sweep.results_dir + "/plots/" + run_name + "_" + stage;
             write_training_curves(run->dir + "/" + stage, prefix);
             curves.push_back("[" + run_name + " " + stage + "](plots/" + run_name + "_" + stage + "_loss.svg)");
         }
-        for (const nlohmann::json& row : pipeline_rows(results)) {
-            std::string model = row["model"];
+        for (const PipelineRow& row : pipeline_rows(results)) {
+            std::string model = row.model;
             const bool qat = model.rfind("QAT", 0) == 0;
             if (qat) model = "QAT";
             auto it = std::find_if(rows.begin(), rows.end(), [&](const StageRow& r) { return r.model == model; });
@@ -91,15 +102,13 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
                                 std::vector<std::vector<double>>(metrics.size()), {}, {}});
                 it = rows.end() - 1;
             }
-            if (qat) it->qat_from.push_back(results["qat_from"]);
+            if (qat) it->qat_from.push_back(results.qat_from);
             for (size_t m = 0; m < metrics.size(); ++m) {
-                it->value[m].push_back(percent(row["metrics"], metrics[m]));
-                it->change[m].push_back(it->value[m].back() - percent(results["fp32"], metrics[m]));
+                it->value[m].push_back(percent(row.metrics, metrics[m]));
+                it->change[m].push_back(it->value[m].back() - percent(results.fp32, metrics[m]));
             }
-            if (row.contains("latency_ms")) {
-                it->latency_ms.push_back(row["latency_ms"]);
-                it->ms_per_example.push_back(row["ms_per_example"]);
-            }
+            if (row.latency_ms) it->latency_ms.push_back(*row.latency_ms);
+            if (row.ms_per_example) it->ms_per_example.push_back(*row.ms_per_example);
         }
     }
     std::string title;
@@ -146,8 +155,11 @@ nlohmann::json sweep_results(const Sweep& sweep) {
     for (const SweepRun& run : sweep.runs) {
         nlohmann::json row = {{"run", fs::path(run.dir).filename().string()}, {"dir", run.dir}, {"values", run.values}};
         const fs::path results = fs::path(run.dir) / results_file(sweep);
-        row["metrics"] = fs::exists(results) ? read_json_file(results.string()) : nlohmann::json();
-        if (sweep.command == "pipeline" && !row["metrics"].is_null()) row["metrics"] = row["metrics"]["summary"];
+        if (!fs::exists(results)) row["metrics"] = nullptr;
+        else if (sweep.command == "pipeline")
+            row["metrics"] = metrics_to_json(
+                pipeline_summary(pipeline_results_from_json(read_json_file(results.string()), results.string())));
+        else row["metrics"] = read_json_file(results.string());
         rows.push_back(row);
     }
     auto score = [&](const nlohmann::json& row) -> std::optional<double> {

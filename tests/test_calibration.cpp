@@ -11,7 +11,9 @@
 #include <tuple>
 
 #include "app/calibrate.h"
+#include "app/calibration_result.h"
 #include "app/svg_plot.h"
+#include "json/json_file.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
@@ -175,23 +177,28 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
     raw["model"]["init"] = float_weights;
     RunConfig config = parse(raw);
     std::unique_ptr<Task> task = make_task(config, {true, true});
-    nlohmann::json result = calibrate(config, *task, {.all_methods = true});
-    EXPECT_EQ(result["fp32"]["accuracy"], fp32_task->evaluate(16)["accuracy"]);
-    ASSERT_EQ(result["methods"].size(), 6u);
-    ASSERT_EQ(result["sensitivity"]["rows"].size(), 1u);  // one layer
-    EXPECT_EQ(result["quantizers"].size(), 20u);
-    EXPECT_GT(result["cost"]["plain_pass_seconds"].get<double>(), 0.0);
+    const CalibrationResult result = calibrate(config, *task, {.all_methods = true});
+    EXPECT_EQ(result.fp32.values.at("accuracy"), fp32_task->evaluate(16)["accuracy"].get<double>());
+    ASSERT_EQ(result.methods.size(), 6u);
+    ASSERT_TRUE(result.sensitivity);
+    ASSERT_EQ(result.sensitivity->rows.size(), 1u);  // one layer
+    EXPECT_EQ(result.quantizers.size(), 20u);
+    EXPECT_GT(result.cost.plain_pass_seconds, 0.0);
     const fs::path out = dir.path() / "calib";
     for (const char* file : {"calibration.json", "calibration_report.md", "plots/metric_by_method.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
+    // calibration.json reads back to what calibrate returned.
+    const std::string written = (out / "calibration.json").string();
+    EXPECT_EQ(calibration_result_to_json(calibration_result_from_json(read_json_file(written), "", written)),
+              calibration_result_to_json(result));
 
-    for (const auto& m : result["methods"]) {
+    for (const CalibratedMethod& m : result.methods) {
         // A fresh quantized model from the method's checkpoint evaluates to what calibrate saw.
         nlohmann::json eval_raw = quantized_config(dir, "eval");
-        eval_raw["model"]["init"] = m["checkpoint"];
+        eval_raw["model"]["init"] = m.checkpoint;
         std::unique_ptr<Task> fresh = make_task(parse(eval_raw), {false, true});
         check_calibrated(fresh->model(), "");
-        EXPECT_EQ(fresh->evaluate(16), m["metrics"]) << m["method"];
+        EXPECT_EQ(task_metrics(fresh->evaluate(16)), m.metrics) << m.name;
     }
 
     // Without all_methods, quantization.calibrator chooses: one method, the same metrics as its
@@ -204,14 +211,12 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
         one_raw["quantization"]["percentile"] = percentile;
         RunConfig one = parse(one_raw);
         std::unique_ptr<Task> one_task = make_task(one, {true, true});
-        nlohmann::json single = calibrate(one, *one_task, {.sensitivity = Sensitivity::none});
-        ASSERT_EQ(single["methods"].size(), 1u) << calibrator;
-        EXPECT_EQ(single["best"], name);
-        for (const auto& m : result["methods"]) {
-            if (m["method"] == name) {
-                EXPECT_EQ(single["methods"][0]["metrics"], m["metrics"]) << name;
-            }
-        }
+        const CalibrationResult single = calibrate(one, *one_task, {.sensitivity = Sensitivity::none});
+        ASSERT_EQ(single.methods.size(), 1u) << calibrator;
+        EXPECT_EQ(single.best, name);
+        EXPECT_FALSE(single.sensitivity);
+        ASSERT_TRUE(find_method(result, name)) << name;
+        EXPECT_EQ(single.methods[0].metrics, find_method(result, name)->metrics) << name;
         EXPECT_FALSE(fs::exists(dir.path() / (std::string("one_") + calibrator) / "max"));
     }
 

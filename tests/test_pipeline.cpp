@@ -6,9 +6,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "app/pipeline.h"
-#include "app/pipeline_report.h"
+#include "app/pipeline_results.h"
+#include "json/json_file.h"
 #include "nn/heads.h"
 #include "onnx/onnx_runtime.h"
 #include "tests/support/temp_dir.h"
@@ -76,31 +78,39 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
                              "results.md", "plots/metric_by_stage.svg", "plots/fp32_loss.svg",
                              "plots/fp32_eval.svg", "plots/qat_loss.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
-    EXPECT_EQ(first.results["qat_from"], "percentile-99.99");
+    EXPECT_EQ(first.results.qat_from, "percentile-99.99");
     // QAT started from the calibrated checkpoint: its config names it.
     EXPECT_EQ(load_checkpoint(list_checkpoints((out / "qat").string()).back()).config["model"]["init"],
               (out / "calibrate" / "percentile-99.99" / "model.h5").string());
-    const nlohmann::json rows = pipeline_rows(first.results);
+    const std::vector<PipelineRow> rows = pipeline_rows(first.results);
     ASSERT_EQ(rows.size(), 10u);  // FP32, six PTQ methods, QAT, the two ONNX models
-    EXPECT_EQ(rows[0]["model"], "FP32");
-    EXPECT_EQ(rows[7]["model"], "QAT (from percentile-99.99)");
-    EXPECT_EQ(rows[8]["model"], "ONNX Runtime FP32");
-    EXPECT_EQ(rows[9]["model"], "ONNX Runtime INT8 (QAT, onnxruntime-cpu Q/DQ)");
+    EXPECT_EQ(rows[0].model, "FP32");
+    EXPECT_EQ(rows[7].model, "QAT (from percentile-99.99)");
+    EXPECT_EQ(rows[8].model, "ONNX Runtime FP32");
+    EXPECT_EQ(rows[9].model, "ONNX Runtime INT8 (QAT, onnxruntime-cpu Q/DQ)");
     // The float export computes what the framework does to float rounding; the Q/DQ one may move
     // an example whose logits are close, one quantum apart in a range (test_onnx_tasks.cpp).
-    const nlohmann::json& fp32 = first.results["fp32"];
-    const nlohmann::json& qat_metrics = first.results["qat"];
-    EXPECT_DOUBLE_EQ(rows[8]["metrics"]["accuracy"], fp32["accuracy"]);
-    EXPECT_NEAR(rows[8]["metrics"]["eval_loss"], fp32["eval_loss"], 1e-5);
-    EXPECT_NEAR(rows[9]["metrics"]["accuracy"], qat_metrics["accuracy"], 1.0 / 32 + 1e-9);
-    EXPECT_NEAR(rows[9]["metrics"]["eval_loss"], qat_metrics["eval_loss"], 0.05);
+    const std::map<std::string, double>& fp32 = first.results.fp32.values;
+    const std::map<std::string, double>& qat_metrics = first.results.qat.values;
+    const std::map<std::string, double>& onnx_fp32 = rows[8].metrics.values;
+    const std::map<std::string, double>& onnx_int8 = rows[9].metrics.values;
+    EXPECT_DOUBLE_EQ(onnx_fp32.at("accuracy"), fp32.at("accuracy"));
+    EXPECT_NEAR(onnx_fp32.at("eval_loss"), fp32.at("eval_loss"), 1e-5);
+    EXPECT_NEAR(onnx_int8.at("accuracy"), qat_metrics.at("accuracy"), 1.0 / 32 + 1e-9);
+    EXPECT_NEAR(onnx_int8.at("eval_loss"), qat_metrics.at("eval_loss"), 0.05);
     for (size_t r : {8u, 9u}) {
-        EXPECT_GT(rows[r]["latency_ms"], 0.0);
-        EXPECT_GT(rows[r]["ms_per_example"], 0.0);
+        ASSERT_TRUE(rows[r].latency_ms && rows[r].ms_per_example);
+        EXPECT_GT(*rows[r].latency_ms, 0.0);
+        EXPECT_GT(*rows[r].ms_per_example, 0.0);
     }
+    const Metrics summary = pipeline_summary(first.results);
     for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy", "onnx_fp32_accuracy",
                             "onnx_int8_accuracy", "onnx_int8_latency_ms"})
-        EXPECT_TRUE(first.results["summary"].contains(key)) << key;
+        EXPECT_TRUE(summary.values.count(key)) << key;
+    // results.json reads back to what the run returned (dumped: JSON writes infinity as null).
+    const std::string results_json = (out / "results.json").string();
+    EXPECT_EQ(pipeline_results_to_json(pipeline_results_from_json(read_json_file(results_json), results_json)).dump(),
+              pipeline_results_to_json(first.results).dump());
 
     // What the export cannot write is refused before any training.
     nlohmann::json four_bit = raw;
@@ -114,5 +124,6 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     PipelineOutcome second = run_pipeline(config);
     EXPECT_EQ(fs::last_write_time(out / "qat" / "model.h5"), written);
     EXPECT_EQ(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
-    EXPECT_EQ(second.results["summary"], first.results["summary"]);
+    ASSERT_TRUE(second.finished);
+    EXPECT_EQ(pipeline_summary(second.results), summary);
 }

@@ -8,8 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/pipeline_results.h"
 #include "app/sweep.h"
 #include "app/sweep_report.h"
+#include "json/json_file.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 
@@ -163,26 +165,30 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
                                                {"grid", {{"training.learning_rate", {1e-4, 2e-4}}, {"training.seed", {1, 2}}}}});
     Sweep sweep = load_sweep(path);
     ASSERT_EQ(sweep.runs.size(), 4u);
-    // accuracy of FP32, PTQ max, QAT, ONNX INT8 per run; latency of the ONNX row.
+    // accuracy of FP32, PTQ max, QAT, ONNX INT8 per run; latency of the ONNX rows.
     const double table[4][4] = {{0.80, 0.70, 0.79, 0.79}, {0.84, 0.72, 0.81, 0.80},
                                 {0.90, 0.60, 0.88, 0.88}, {0.90, 0.60, 0.88, 0.88}};
+    auto accuracy = [](double a) { return Metrics{{{"accuracy", a}}, {}}; };
     for (size_t r = 0; r < 4; ++r) {
         const std::string run = sweep.runs[r].dir;
-        nlohmann::json results = {
-            {"config", {{"training", {{"seed", sweep.runs[r].values["training.seed"]}}}}},
-            {"fp32", {{"accuracy", table[r][0]}}},
-            {"calibration", {{"methods", {{{"method", "max"}, {"metrics", {{"accuracy", table[r][1]}}}}}}}},
-            {"qat_from", r == 1 ? "entropy" : "max"},
-            {"qat", {{"accuracy", table[r][2]}}},
-            {"onnx", {{{"model", "ONNX Runtime INT8"}, {"metrics", {{"accuracy", table[r][3]}}},
-                       {"latency_ms", 10.0 + (double)r}, {"ms_per_example", 2.0}}}},
-            {"summary", {{"qat_accuracy", table[r][2]}, {"qat_eval_examples", 100}}}};
+        PipelineResults results;
+        results.config = {{"training", {{"seed", sweep.runs[r].values["training.seed"]}}}};
+        results.fp32 = accuracy(table[r][0]);
+        results.calibration.metric = "accuracy";
+        results.calibration.fp32 = results.fp32;
+        results.calibration.methods = {{"max", accuracy(table[r][1]), run + "/calibrate/max/model.h5"}};
+        results.calibration.best = "max";
+        results.qat_from = r == 1 ? "entropy" : "max";
+        results.qat = {{{"accuracy", table[r][2]}, {"eval_examples", 100}}, {"eval_examples"}};
+        results.onnx = OnnxStage{{"ONNX Runtime FP32", run + "/onnx/model_fp32.onnx", results.fp32, 4.0, 20.0 + (double)r, 0},
+                                 {"ONNX Runtime INT8", run + "/onnx/model_int8.onnx", accuracy(table[r][3]), 2.0,
+                                  10.0 + (double)r, 0}};
         for (const char* stage : {"fp32", "qat"}) {
             fs::create_directories(fs::path(run) / stage);
             std::ofstream(fs::path(run) / stage / "metrics.jsonl")
                 << "{\"step\":1,\"loss\":0.7}\n{\"step\":2,\"loss\":0.5,\"eval_accuracy\":0.8}\n";
         }
-        std::ofstream(fs::path(run) / "results.json") << results.dump();
+        write_json_file((fs::path(run) / "results.json").string(), pipeline_results_to_json(results));
     }
     const std::string md = write_sweep_report(sweep, sweep_results(sweep));
     EXPECT_EQ(md, [&] {
@@ -202,7 +208,9 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     EXPECT_NE(md.find("| PTQ max | 60.00 ± 0.00 | -30.00 ± 0.00 |"), std::string::npos) << md;
     EXPECT_NE(md.find("## Runs"), std::string::npos);
     // The example count is the same in every run: named once, not a column.
-    EXPECT_NE(md.find("| run | training.learning_rate | training.seed | qat_accuracy |\n"), std::string::npos) << md;
+    const std::string header = md.substr(md.find("| run |"), md.find('\n', md.find("| run |")) - md.find("| run |"));
+    EXPECT_EQ(header.rfind("| run | training.learning_rate | training.seed | qat_accuracy |", 0), 0u) << md;
+    EXPECT_EQ(header.find("eval_examples"), std::string::npos) << header;
     EXPECT_NE(md.find("The same in every run: qat_eval_examples 100.\n"), std::string::npos) << md;
     for (const char* file : {"plots/group-0_metric_by_stage.svg", "plots/group-1_metric_by_stage.svg",
                              "plots/run-003_qat_loss.svg", "plots/run-000_fp32_eval.svg", "results.json"})

@@ -1,0 +1,84 @@
+#include "app/pipeline_results.h"
+
+#include <stdexcept>
+
+namespace qdq {
+
+namespace {
+
+using json = nlohmann::json;
+
+// `metrics` with each name prefixed, into `summary`.
+void add_prefixed(Metrics& summary, const std::string& prefix, const Metrics& metrics) {
+    for (const auto& [name, value] : metrics.values) {
+        summary.values[prefix + name] = value;
+        if (metrics.counts.count(name)) summary.counts.insert(prefix + name);
+    }
+}
+
+}  // namespace
+
+std::vector<PipelineRow> pipeline_rows(const PipelineResults& r) {
+    std::vector<PipelineRow> rows = {{"FP32", r.fp32, {}, {}}};
+    for (const CalibratedMethod& m : r.calibration.methods) rows.push_back({"PTQ " + m.name, m.metrics, {}, {}});
+    rows.push_back({"QAT (from " + r.qat_from + ")", r.qat, {}, {}});
+    if (r.onnx)
+        for (const OnnxEvaluation* e : {&r.onnx->fp32, &r.onnx->int8})
+            rows.push_back({e->model, e->metrics, e->latency_ms, e->ms_per_example});
+    return rows;
+}
+
+Metrics pipeline_summary(const PipelineResults& r) {
+    Metrics summary;
+    add_prefixed(summary, "fp32_", r.fp32);
+    if (const CalibratedMethod* m = find_method(r.calibration, r.qat_from)) add_prefixed(summary, "ptq_", m->metrics);
+    add_prefixed(summary, "qat_", r.qat);
+    if (r.onnx) {
+        add_prefixed(summary, "onnx_fp32_", r.onnx->fp32.metrics);
+        add_prefixed(summary, "onnx_int8_", r.onnx->int8.metrics);
+        summary.values["onnx_fp32_latency_ms"] = r.onnx->fp32.latency_ms;
+        summary.values["onnx_int8_latency_ms"] = r.onnx->int8.latency_ms;
+    }
+    return summary;
+}
+
+json onnx_stage_to_json(const OnnxStage& onnx) {
+    return json::array({onnx_evaluation_to_json(onnx.fp32), onnx_evaluation_to_json(onnx.int8)});
+}
+
+OnnxStage onnx_stage_from_json(const json& j, const std::string& path, const std::string& source) {
+    if (!j.is_array() || j.size() != 2)
+        throw std::runtime_error(source + ": " + (path.empty() ? "the file" : "'" + path + "'") +
+                                 " must be a list of two evaluations, FP32 then INT8");
+    return {onnx_evaluation_from_json(j[0], path + "[0]", source), onnx_evaluation_from_json(j[1], path + "[1]", source)};
+}
+
+json pipeline_results_to_json(const PipelineResults& r) {
+    json j = {{"config", r.config},
+              {"fp32", metrics_to_json(r.fp32)},
+              {"calibration", calibration_result_to_json(r.calibration)},
+              {"qat_from", r.qat_from},
+              {"qat", metrics_to_json(r.qat)},
+              {"summary", metrics_to_json(pipeline_summary(r))}};
+    if (r.onnx) j["onnx"] = onnx_stage_to_json(*r.onnx);
+    return j;
+}
+
+PipelineResults pipeline_results_from_json(const json& j, const std::string& source) {
+    JsonFields f(j, "", source);
+    PipelineResults r;
+    r.config = required_section(f, "config");
+    r.fp32 = metrics_from_json(required_section(f, "fp32"), "fp32", source);
+    r.calibration = calibration_result_from_json(required_section(f, "calibration"), "calibration", source);
+    read_required(f, "qat_from", r.qat_from);
+    r.qat = metrics_from_json(required_section(f, "qat"), "qat", source);
+    if (f.has("onnx")) {
+        f.ignore("onnx");
+        r.onnx = onnx_stage_from_json(j.at("onnx"), "onnx", source);
+    }
+    f.ignore("summary");  // pipeline_summary of the rest
+    f.finish();
+    return r;
+}
+
+}  // namespace qdq

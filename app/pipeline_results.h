@@ -1,0 +1,59 @@
+// What a pipeline run (app/pipeline.h) found, stage by stage, as results.json holds it, and what
+// is derived from it: the rows of the results table and the flat summary sweeps read. The files
+// are written and read only through these pairs: results.json by pipeline_results_to_json /
+// pipeline_results_from_json, onnx/evaluation.json by onnx_stage_to_json / onnx_stage_from_json.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/calibration_result.h"
+#include "app/onnx_evaluation.h"
+#include "app/result_fields.h"
+
+namespace qdq {
+
+// Both models as deployed; in the files, the list [fp32, int8].
+struct OnnxStage {
+    OnnxEvaluation fp32{};
+    OnnxEvaluation int8{};  // the QAT model with Q/DQ pairs
+};
+
+struct PipelineResults {
+    // The run config as run_config_to_json writes it. It is kept as written, not parsed: parsing
+    // checks that the data files exist, and a sweep's report reads runs made elsewhere.
+    nlohmann::json config{};
+    Metrics fp32{};                   // the FP32 run's final evaluation
+    CalibrationResult calibration{};  // calibrate/calibration.json
+    std::string qat_from{};           // the calibration method QAT started from
+    Metrics qat{};                    // the QAT run's final evaluation
+    std::optional<OnnxStage> onnx{};  // with pipeline.onnx
+};
+
+// One row of the results table.
+struct PipelineRow {
+    std::string model{};  // "FP32", "PTQ max", "QAT (from max)", "ONNX Runtime FP32", ...
+    Metrics metrics{};
+    std::optional<double> latency_ms{}, ms_per_example{};  // the ONNX Runtime rows
+};
+
+// FP32, PTQ by each calibration method, QAT, then the ONNX Runtime evaluations when there are.
+std::vector<PipelineRow> pipeline_rows(const PipelineResults& results);
+
+// Every stage's metrics in one flat map, for sweeps over pipelines (app/sweep.h): fp32_<metric>,
+// ptq_<metric> (of the method QAT started from), qat_<metric>, and with ONNX onnx_fp32_<metric>,
+// onnx_int8_<metric>, onnx_fp32_latency_ms and onnx_int8_latency_ms.
+Metrics pipeline_summary(const PipelineResults& results);
+
+// results.json also holds the summary, derived from the stages and so not read back.
+nlohmann::json pipeline_results_to_json(const PipelineResults& results);
+PipelineResults pipeline_results_from_json(const nlohmann::json& j, const std::string& source);
+
+nlohmann::json onnx_stage_to_json(const OnnxStage& onnx);
+// `path` is the list's dotted location in `source` ("" for onnx/evaluation.json).
+OnnxStage onnx_stage_from_json(const nlohmann::json& j, const std::string& path, const std::string& source);
+
+}  // namespace qdq

@@ -1,0 +1,248 @@
+// The result files a run directory holds (calibration.json, onnx/evaluation.json, results.json)
+// read back to what was written, byte for byte when written again, and a file with a field
+// missing or of the wrong type is refused with the file and the field's dotted key named: a
+// resumed pipeline and a sweep's report read these files back. The reference is the format the
+// files had before the stages returned types, spelt out here as JSON.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "app/calibration_result.h"
+#include "app/pipeline_results.h"
+#include "json/json_file.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/temp_dir.h"
+
+using namespace qdq;
+using qdq::testing::expect_error;
+using qdq::testing::TempDir;
+
+namespace {
+
+Metrics classification_metrics(double accuracy) {
+    return {{{"accuracy", accuracy}, {"eval_loss", 0.25}, {"eval_examples", 32}}, {"eval_examples"}};
+}
+
+CalibrationResult two_method_calibration() {
+    CalibrationResult r;
+    r.checkpoint = "run/fp32/model.h5";
+    r.metric = "accuracy";
+    r.quantization.calibration_examples = 16;
+    r.fp32 = classification_metrics(0.875);
+    r.methods = {{"max", classification_metrics(0.8125), "run/calibrate/max/model.h5"},
+                 {"entropy", classification_metrics(0.84375), "run/calibrate/entropy/model.h5"}};
+    r.best = "entropy";
+    r.cost = {16, 2, 0.5, 0.75, 1.5, 0.125, 1.75};
+    // A weight whose range represents it exactly: no noise, an infinite SQNR (null in JSON).
+    QuantizerStats weight{.name = "bert.encoder.layer.0.output.dense._weight_quantizer"};
+    weight.weight = WeightRangeStats{0.5, 0.0625, 0.0, std::numeric_limits<double>::infinity()};
+    QuantizerStats input{.name = "bert.encoder.layer.0.output.dense._input_quantizer"};
+    input.histogram = ActivationHistogram{0.25, {3, 0, 1}, 0.7};
+    input.methods = {{"max", {0.7, 0.0, 30.5}}, {"entropy", {0.5, 0.001, 33.25}}};
+    r.quantizers = {weight, input, {.name = "bert.embeddings._input_quantizer"}};
+    r.sensitivity = SensitivitySweep{"entropy", 0.84375, {{"layer 0", 0.875}}};
+    return r;
+}
+
+OnnxStage onnx_evaluations() {
+    OnnxStage onnx;
+    onnx.fp32 = {"ONNX Runtime FP32", "run/onnx/model_fp32.onnx", classification_metrics(0.875), 0.5, 1.25, 0};
+    onnx.int8 = {"ONNX Runtime INT8 (QAT, onnxruntime-cpu Q/DQ)", "run/onnx/model_int8.onnx",
+                 classification_metrics(0.84375), 0.25, 0.75, 2};
+    return onnx;
+}
+
+PipelineResults pipeline_results() {
+    PipelineResults r;
+    r.config = {{"training", {{"seed", 3}, {"output_dir", "run"}}}};
+    r.fp32 = classification_metrics(0.875);
+    r.calibration = two_method_calibration();
+    r.qat_from = "max";
+    r.qat = classification_metrics(0.90625);
+    r.onnx = onnx_evaluations();
+    return r;
+}
+
+std::string text_of(const std::string& path) {
+    std::string text;
+    std::getline(std::ifstream(path), text, '\0');
+    return text;
+}
+
+// calibration.json as calibrate wrote it before it returned a CalibrationResult.
+nlohmann::json calibration_as_written_before() {
+    const nlohmann::json metrics = {{"accuracy", 0.8125}, {"eval_loss", 0.25}, {"eval_examples", 32}};
+    return {{"checkpoint", "run/fp32/model.h5"},
+            {"metric", "accuracy"},
+            {"quantization", quantization_config_to_json(QuantizationConfig{})},
+            {"fp32", metrics},
+            {"methods", {{{"method", "max"}, {"metrics", metrics}, {"checkpoint", "run/calibrate/max/model.h5"}}}},
+            {"best", "max"},
+            {"cost", {{"calibration_examples", 128}, {"batches", 8}, {"plain_pass_seconds", 0.5},
+                      {"collect_seconds", 0.75}, {"collect_ratio", 1.5}, {"ranges_seconds_all_methods", 0.125},
+                      {"total_ratio", 1.75}}},
+            {"quantizers", {{{"name", "w"}, {"kind", "weight"}, {"amax_max", 0.5}, {"amax_min", 0.0625},
+                             {"clipped_fraction", 0.0}, {"sqnr_db", 40.5}},
+                            {{"name", "x"}, {"kind", "activation"},
+                             {"histogram", {{"bin_width", 0.25}, {"counts", {3, 0, 1}}, {"max", 0.7}}},
+                             {"methods", {{"max", {{"amax", 0.7}, {"clipped_fraction", 0.0}, {"sqnr_db", 30.5}}}}}}}},
+            {"sensitivity", {{"method", "max"}, {"baseline", 0.8125},
+                             {"rows", {{{"left_in_float", "layer 0"}, {"value", 0.875}}}}}}};
+}
+
+}  // namespace
+
+TEST(CalibrationFile, ReadsBackWhatWasWritten) {
+    TempDir dir;
+    const CalibrationResult written = two_method_calibration();
+    const std::string path = (dir.path() / "calibration.json").string();
+    write_json_file(path, calibration_result_to_json(written));
+    const CalibrationResult read = calibration_result_from_json(read_json_file(path), "", path);
+    EXPECT_EQ(read.checkpoint, written.checkpoint);
+    EXPECT_EQ(read.fp32, written.fp32);
+    ASSERT_EQ(read.methods.size(), 2u);
+    EXPECT_EQ(read.methods[1].name, "entropy");
+    EXPECT_EQ(read.methods[1].metrics, written.methods[1].metrics);
+    EXPECT_EQ(read.methods[1].checkpoint, written.methods[1].checkpoint);
+    EXPECT_EQ(read.best, "entropy");
+    EXPECT_EQ(read.quantization.calibration_examples, 16);
+    EXPECT_EQ(read.cost.ranges_seconds_all_methods, 0.125);
+    ASSERT_EQ(read.quantizers.size(), 3u);
+    ASSERT_TRUE(read.quantizers[0].weight);
+    EXPECT_EQ(read.quantizers[0].weight->amax_min, 0.0625);
+    EXPECT_TRUE(std::isnan(read.quantizers[0].weight->sqnr_db));  // written as null: JSON has no infinity
+    EXPECT_EQ(read.quantizers[1].histogram->counts, (std::vector<int64_t>{3, 0, 1}));
+    EXPECT_EQ(read.quantizers[1].methods.at("entropy").sqnr_db, 33.25);
+    EXPECT_FALSE(read.quantizers[2].weight || read.quantizers[2].histogram || !read.quantizers[2].methods.empty());
+    ASSERT_TRUE(read.sensitivity);
+    EXPECT_EQ(read.sensitivity->rows[0].left_in_float, "layer 0");
+    // Written again, the file is the same; the counts stay integers.
+    const std::string again = (dir.path() / "again.json").string();
+    write_json_file(again, calibration_result_to_json(read));
+    EXPECT_EQ(text_of(again), text_of(path));
+    EXPECT_TRUE(read_json_file(again)["methods"][0]["metrics"]["eval_examples"].is_number_integer());
+
+    CalibrationResult without_sweep = written;
+    without_sweep.sensitivity.reset();
+    const nlohmann::json j = calibration_result_to_json(without_sweep);
+    EXPECT_FALSE(j.contains("sensitivity"));
+    EXPECT_FALSE(calibration_result_from_json(j, "", "calibration.json").sensitivity);
+}
+
+TEST(CalibrationFile, ReadsTheFormatWrittenBeforeTypes) {
+    const nlohmann::json before = calibration_as_written_before();
+    const CalibrationResult read = calibration_result_from_json(before, "", "calibration.json");
+    EXPECT_EQ(read.methods[0].metrics.values.at("accuracy"), 0.8125);
+    EXPECT_EQ(read.quantizers[1].methods.at("max").amax, 0.7);
+    EXPECT_EQ(calibration_result_to_json(read), before);
+}
+
+TEST(CalibrationFile, AMissingOrWronglyTypedKeyNamesTheFileAndTheKey) {
+    const std::string file = "run/calibrate/calibration.json";
+    auto expect_refused = [&](const nlohmann::json& j, const std::vector<std::string>& parts) {
+        expect_error([&] { calibration_result_from_json(j, "", file); }, parts);
+    };
+    nlohmann::json j = calibration_as_written_before();
+    j["cost"].erase("collect_ratio");
+    expect_refused(j, {file, "'cost.collect_ratio'", "missing"});
+    j = calibration_as_written_before();
+    j.erase("best");
+    expect_refused(j, {file, "'best'", "missing"});
+    j = calibration_as_written_before();
+    j["methods"][0]["metrics"]["accuracy"] = "high";
+    expect_refused(j, {file, "'methods[0].metrics.accuracy'", "number"});
+    j = calibration_as_written_before();
+    j["quantizers"][1]["methods"]["max"].erase("sqnr_db");
+    expect_refused(j, {file, "'quantizers[1].methods.max.sqnr_db'", "missing"});
+    j = calibration_as_written_before();
+    j["quantizers"][0]["kind"] = "bias";
+    expect_refused(j, {file, "'quantizers[0].kind'", "weight, activation"});
+    j = calibration_as_written_before();
+    j["quantizers"][1]["histogram"]["counts"] = {1, 2.5};
+    expect_refused(j, {file, "'quantizers[1].histogram.counts'", "integers"});
+    j = calibration_as_written_before();
+    j["methods"] = nlohmann::json::array({"max"});
+    expect_refused(j, {file, "'methods[0]'", "object"});
+    j = calibration_as_written_before();
+    j["sensitivity"]["rows"] = "layer 0";
+    expect_refused(j, {file, "'sensitivity.rows'", "list"});
+    j = calibration_as_written_before();
+    j["cost"]["batchez"] = 8;
+    expect_refused(j, {file, "'cost.batchez'", "not a known"});
+}
+
+TEST(OnnxEvaluationFile, ReadsBackWhatWasWrittenAndHoldsTwoModels) {
+    TempDir dir;
+    const std::string path = (dir.path() / "evaluation.json").string();
+    write_json_file(path, onnx_stage_to_json(onnx_evaluations()));
+    const nlohmann::json j = read_json_file(path);
+    ASSERT_TRUE(j.is_array());
+    EXPECT_EQ(j[1]["model"], "ONNX Runtime INT8 (QAT, onnxruntime-cpu Q/DQ)");
+    EXPECT_EQ(j[1]["threads"], 2);
+    const OnnxStage read = onnx_stage_from_json(j, "", path);
+    EXPECT_EQ(read.fp32.file, "run/onnx/model_fp32.onnx");
+    EXPECT_EQ(read.int8.metrics, classification_metrics(0.84375));
+    EXPECT_EQ(read.int8.latency_ms, 0.75);
+    EXPECT_EQ(onnx_stage_to_json(read), j);
+
+    expect_error([&] { onnx_stage_from_json(nlohmann::json::array({j[0]}), "", path); }, {path, "two evaluations"});
+    nlohmann::json no_latency = j;
+    no_latency[1].erase("latency_ms");
+    expect_error([&] { onnx_stage_from_json(no_latency, "", path); }, {path, "'[1].latency_ms'", "missing"});
+}
+
+TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
+    TempDir dir;
+    const PipelineResults written = pipeline_results();
+    const std::string path = (dir.path() / "results.json").string();
+    write_json_file(path, pipeline_results_to_json(written));
+    const PipelineResults read = pipeline_results_from_json(read_json_file(path), path);
+    EXPECT_EQ(read.config, written.config);
+    EXPECT_EQ(read.qat, written.qat);
+    EXPECT_EQ(read.qat_from, "max");
+    EXPECT_EQ(read.calibration.best, "entropy");
+    ASSERT_TRUE(read.onnx);
+    EXPECT_EQ(read.onnx->int8.model, written.onnx->int8.model);
+    const std::string again = (dir.path() / "again.json").string();
+    write_json_file(again, pipeline_results_to_json(read));
+    EXPECT_EQ(text_of(again), text_of(path));
+
+    // The summary: each stage's metrics under its prefix, PTQ of the method QAT started from.
+    const nlohmann::json summary = read_json_file(path)["summary"];
+    EXPECT_EQ(summary, metrics_to_json(pipeline_summary(read)));
+    EXPECT_EQ(summary["ptq_accuracy"], 0.8125);
+    EXPECT_EQ(summary["qat_accuracy"], 0.90625);
+    EXPECT_EQ(summary["onnx_int8_accuracy"], 0.84375);
+    EXPECT_EQ(summary["onnx_fp32_latency_ms"], 1.25);
+    EXPECT_TRUE(summary["fp32_eval_examples"].is_number_integer());
+    EXPECT_EQ(summary.size(), 5u * 3 + 2);
+
+    const std::vector<PipelineRow> rows = pipeline_rows(read);
+    ASSERT_EQ(rows.size(), 6u);  // FP32, PTQ max, PTQ entropy, QAT, both ONNX models
+    EXPECT_EQ(rows[2].model, "PTQ entropy");
+    EXPECT_EQ(rows[3].model, "QAT (from max)");
+    EXPECT_FALSE(rows[3].latency_ms);
+    EXPECT_EQ(rows[5].latency_ms, 0.75);
+    EXPECT_EQ(rows[5].ms_per_example, 0.25);
+
+    // Without the ONNX stage: no "onnx" key, no ONNX rows or summary entries.
+    PipelineResults no_onnx = written;
+    no_onnx.onnx.reset();
+    const nlohmann::json j = pipeline_results_to_json(no_onnx);
+    EXPECT_FALSE(j.contains("onnx"));
+    EXPECT_FALSE(j["summary"].contains("onnx_int8_latency_ms"));
+    EXPECT_EQ(pipeline_rows(pipeline_results_from_json(j, path)).size(), 4u);
+
+    nlohmann::json broken = read_json_file(path);
+    broken["calibration"]["cost"].erase("total_ratio");
+    expect_error([&] { pipeline_results_from_json(broken, path); }, {path, "'calibration.cost.total_ratio'", "missing"});
+    broken = read_json_file(path);
+    broken["onnx"][0]["metrics"]["accuracy"] = true;
+    expect_error([&] { pipeline_results_from_json(broken, path); }, {path, "'onnx[0].metrics.accuracy'", "number"});
+    broken = read_json_file(path);
+    broken.erase("qat");
+    expect_error([&] { pipeline_results_from_json(broken, path); }, {path, "'qat'", "missing"});
+}
