@@ -85,12 +85,14 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunCo
 RunConfig fp32_stage_config(const RunConfig& config) {
     RunConfig c = stage(config, "fp32");
     c.quantization.reset();
+    c.distillation.reset();  // distillation is QAT's: the float model is what a teacher teaches
     return c;
 }
 
 RunConfig calibrate_stage_config(const RunConfig& config) {
     RunConfig c = stage(config, "calibrate");
     c.model.init = fp32_stage_config(config).training.output_dir + "/model.h5";
+    c.distillation.reset();  // calibration trains nothing: no teacher to load
     return c;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "app/pipeline.h"
@@ -42,6 +43,24 @@ TEST(Pipeline, ScoreOfTheModelsOutputsIsEvaluate) {
     EXPECT_THROW(task->score(renamed, 5), std::invalid_argument);
     outputs.pop_back();
     EXPECT_THROW(task->score(outputs, 5), std::invalid_argument);
+}
+
+// A pipeline's distillation section is for its QAT stage: the FP32 run has no teacher yet to
+// learn from, and calibration trains nothing.
+TEST(Pipeline, OnlyTheQatStageDistils) {
+    TempDir dir;
+    write_task_files(dir);
+    std::ofstream(dir.path() / "teacher.h5") << "a teacher";
+    nlohmann::json raw = tiny_config(dir, "pipe");
+    raw["quantization"] = {{"calibration_examples", 16}};
+    raw["distillation"] = {{"teacher", (dir.path() / "teacher.h5").string()}, {"alpha", 0.25}};
+    const RunConfig config = parse_run_config(raw, "pipe.json", ".");
+    EXPECT_FALSE(fp32_stage_config(config).distillation);
+    EXPECT_FALSE(calibrate_stage_config(config).distillation);
+    const RunConfig qat = qat_stage_config(config, "x.h5");
+    ASSERT_TRUE(qat.distillation);
+    EXPECT_EQ(qat.distillation->alpha, 0.25);
+    EXPECT_EQ(fs::path(qat.distillation->teacher), dir.path() / "teacher.h5");
 }
 
 TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
