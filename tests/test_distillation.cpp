@@ -28,6 +28,7 @@
 #include "tests/support/expect_error.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/metrics_records.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/distillation.h"
@@ -87,17 +88,6 @@ TrainOutcome train_config(const nlohmann::json& raw) {
     RunConfig config = parse_run_config(raw, "test.json", ".");
     std::unique_ptr<Task> task = make_task(config, {});
     return train(config, *task);
-}
-
-std::vector<nlohmann::json> records(const fs::path& dir) {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(dir / "metrics.jsonl");
-    for (std::string line; std::getline(in, line);) {
-        nlohmann::json r = nlohmann::json::parse(line);
-        r.erase("seconds");
-        out.push_back(r);
-    }
-    return out;
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -200,21 +190,8 @@ TEST_P(DistillationCase, LossAndGradientMatchPyTorch) {
 // Only the student's logits vary; the teacher's and the labels stay as the fixture has them.
 TEST_P(DistillationCase, GradientMatchesFiniteDifferences) {
     const nlohmann::json& c = distillation_fixture().at(GetParam().name);
-    const std::vector<Tensor> inputs = fixture_inputs(c);
-    std::vector<size_t> varied;
-    std::vector<Tensor> probes;
-    for (size_t k = 0; k < inputs.size(); ++k)
-        if (c.contains(indexed_name("grad_x", k))) {
-            varied.push_back(k);
-            probes.push_back(inputs[k]);
-        }
-    expect_gradients_match_finite_differences(
-        [&](const std::vector<Tensor>& v) {
-            std::vector<Tensor> all = inputs;
-            for (size_t i = 0; i < varied.size(); ++i) all[varied[i]] = v[i];
-            return GetParam().f(all, c.at("params"));
-        },
-        probes);
+    expect_case_gradients_match_finite_differences(
+        c, [&](const std::vector<Tensor>& all) { return GetParam().f(all, c.at("params")); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixture, DistillationCase, ::testing::ValuesIn(kCases),
@@ -269,7 +246,7 @@ TEST(Distillation, AlphaOneRunEqualsTheRunWithoutATeacher) {
     raw["training"]["output_dir"] = (dir.path() / "distilled").string();
     raw["distillation"] = {{"teacher", (dir.path() / "plain" / "model.h5").string()}, {"temperature", 2.0}, {"alpha", 1.0}};
     ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
-    EXPECT_EQ(records(dir.path() / "plain"), records(dir.path() / "distilled"));
+    EXPECT_EQ(metrics_records(dir.path() / "plain"), metrics_records(dir.path() / "distilled"));
     Hdf5Weights x = load_hdf5_weights((dir.path() / "plain" / "model.h5").string());
     Hdf5Weights y = load_hdf5_weights((dir.path() / "distilled" / "model.h5").string());
     ASSERT_EQ(x.tensors.size(), y.tensors.size());

@@ -104,21 +104,8 @@ std::string case_name(const ::testing::TestParamInfo<NnCase>& info) { return inf
 TEST_P(OpsNnCase, GradientMatchesFiniteDifferences) {
     const NnCase& op = GetParam();
     const nlohmann::json& c = nn_fixture().at(op.name);
-    std::vector<Tensor> inputs = fixture_inputs(c);
-    std::vector<size_t> varied;
-    std::vector<Tensor> probes;
-    for (size_t k = 0; k < inputs.size(); ++k)
-        if (c.contains(indexed_name("grad_x", k))) {
-            varied.push_back(k);
-            probes.push_back(inputs[k]);
-        }
-    const nlohmann::json& params = c.at("params");
-    auto f = [&](const std::vector<Tensor>& v) {
-        std::vector<Tensor> all = inputs;
-        for (size_t i = 0; i < varied.size(); ++i) all[varied[i]] = v[i];
-        return op.f(all, params);
-    };
-    expect_gradients_match_finite_differences(f, probes, op.gradcheck);
+    expect_case_gradients_match_finite_differences(
+        c, [&](const std::vector<Tensor>& all) { return op.f(all, c.at("params")); }, op.gradcheck);
 }
 
 TEST_P(OpsNnCase, OutputAndGradientsMatchPyTorch) {

@@ -20,6 +20,7 @@
 
 #include "io/hdf5_weights.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/metrics_records.h"
 #include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
@@ -29,6 +30,7 @@
 extern char** environ;
 
 using namespace qdq;
+using qdq::testing::metrics_records;
 using qdq::testing::Process;
 using qdq::testing::run_qdqtrain;
 using qdq::testing::tiny_config;
@@ -83,18 +85,6 @@ TrainOutcome train_config(const nlohmann::json& raw, int64_t meddle_at = 0,
     return train(config, *task);
 }
 
-// metrics.jsonl without the wall-clock field.
-std::vector<nlohmann::json> records(const fs::path& dir) {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(dir / "metrics.jsonl");
-    for (std::string line; std::getline(in, line);) {
-        nlohmann::json r = nlohmann::json::parse(line);
-        r.erase("seconds");
-        out.push_back(r);
-    }
-    return out;
-}
-
 void expect_same_weights(const fs::path& a, const fs::path& b) {
     Hdf5Weights x = load_hdf5_weights(a.string()), y = load_hdf5_weights(b.string());
     ASSERT_EQ(x.tensors.size(), y.tensors.size());
@@ -129,7 +119,7 @@ TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
     EXPECT_EQ(list_checkpoints(run.string()).size(), 2u);  // save_total_limit's default
     // Records: a loss line every logging step plus the last, an eval line every eval step.
     int losses = 0, evals = 0;
-    for (const nlohmann::json& r : records(run)) {
+    for (const nlohmann::json& r : metrics_records(run)) {
         losses += r.contains("loss");
         evals += r.contains("eval_accuracy");
     }
@@ -168,7 +158,7 @@ TEST(Trainer, CountsTheInputTokensSeen) {
     raw["training"]["logging_steps"] = 8;
     ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
     std::map<int64_t, int64_t> seen;
-    for (const nlohmann::json& r : records(dir.path() / "run"))
+    for (const nlohmann::json& r : metrics_records(dir.path() / "run"))
         if (r.contains("loss")) seen[r["step"].get<int64_t>()] = r["num_input_tokens_seen"].get<int64_t>();
     EXPECT_EQ(seen, (std::map<int64_t, int64_t>{{8, epoch_tokens}, {16, 2 * epoch_tokens}}));
 }
@@ -179,7 +169,7 @@ TEST(Trainer, LogsTheScheduledLearningRate) {
     qdq::testing::TempDir dir;
     write_task_files(dir);
     train_config(tiny_config(dir, "run"));
-    for (const nlohmann::json& r : records(dir.path() / "run")) {
+    for (const nlohmann::json& r : metrics_records(dir.path() / "run")) {
         if (!r.contains("learning_rate")) continue;
         const int64_t s = r["step"].get<int64_t>() - 1;  // updates done before the logged one
         const double expected = s < 2 ? 1e-2 * s / 2 : 1e-2 * (12 - s) / 10.0;
@@ -202,7 +192,7 @@ TEST(Trainer, StoppedAndResumedRunIsBitIdentical) {
     TrainOutcome second = train_config(raw);
     EXPECT_EQ(second.status, TrainStatus::finished);
     expect_same_weights(dir.path() / "straight" / "model.h5", dir.path() / "stopped" / "model.h5");
-    EXPECT_EQ(records(dir.path() / "straight"), records(dir.path() / "stopped"));
+    EXPECT_EQ(metrics_records(dir.path() / "straight"), metrics_records(dir.path() / "stopped"));
 }
 
 TEST(Trainer, NanLossStopsAndKeepsTheLastCheckpoint) {
@@ -217,7 +207,7 @@ TEST(Trainer, NanLossStopsAndKeepsTheLastCheckpoint) {
     EXPECT_EQ(list_checkpoints(run.string()), std::vector<std::string>{(run / "checkpoint-4.h5").string()});
     EXPECT_EQ(load_checkpoint((run / "checkpoint-4.h5").string()).state.step, 4);
     EXPECT_FALSE(fs::exists(run / "model.h5"));
-    for (const nlohmann::json& r : records(run)) EXPECT_LE(r["step"].get<int64_t>(), 5);
+    for (const nlohmann::json& r : metrics_records(run)) EXPECT_LE(r["step"].get<int64_t>(), 5);
 }
 
 TEST(Trainer, RefusesToResumeUnderAChangedConfig) {
@@ -312,7 +302,7 @@ static void expect_killed_run_resumes_bit_identical(bool bf16, int64_t accumulat
     ASSERT_EQ(resumed.status, 0) << resumed.output;
     EXPECT_NE(resumed.output.find("resuming"), std::string::npos);
     expect_same_weights(dir.path() / "straight" / "model.h5", run / "model.h5");
-    EXPECT_EQ(records(dir.path() / "straight"), records(run));
+    EXPECT_EQ(metrics_records(dir.path() / "straight"), metrics_records(run));
 }
 
 TEST(Trainer, KilledRunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(false); }
@@ -344,7 +334,7 @@ TEST(Trainer, AccumulatedMicroBatchesEqualOneLargerBatch) {
     raw["training"]["gradient_accumulation_steps"] = 2;
     ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
 
-    const std::vector<nlohmann::json> large = records(dir.path() / "large"), accumulated = records(dir.path() / "accumulated");
+    const std::vector<nlohmann::json> large = metrics_records(dir.path() / "large"), accumulated = metrics_records(dir.path() / "accumulated");
     ASSERT_EQ(large.size(), accumulated.size());
     for (size_t i = 0; i < large.size(); ++i)
         for (const auto& [key, value] : large[i].items()) {
@@ -385,7 +375,7 @@ TEST(Trainer, Bf16WithoutAKernelRunsFp32AndSaysSoOnce) {
     EXPECT_NE(at, std::string::npos) << fallback.output;
     EXPECT_EQ(fallback.output.find(line, at + 1), std::string::npos) << "said more than once";
     expect_same_weights(dir.path() / "fp32" / "model.h5", dir.path() / "fallback" / "model.h5");
-    EXPECT_EQ(records(dir.path() / "fp32"), records(dir.path() / "fallback"));
+    EXPECT_EQ(metrics_records(dir.path() / "fp32"), metrics_records(dir.path() / "fallback"));
 }
 
 TEST(Cli, ExitCodesAndErrorsNameTheKey) {

@@ -40,4 +40,23 @@ std::vector<Tensor> fixture_inputs(const nlohmann::json& case_json) {
     return inputs;
 }
 
+void expect_case_gradients_match_finite_differences(const nlohmann::json& case_json,
+                                                    const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                                    const GradcheckOptions& options) {
+    const std::vector<Tensor> inputs = fixture_inputs(case_json);
+    std::vector<size_t> varied;
+    std::vector<Tensor> probes;
+    for (size_t k = 0; k < inputs.size(); ++k)
+        if (case_json.contains(indexed_name("grad_x", k))) {
+            varied.push_back(k);
+            probes.push_back(inputs[k]);
+        }
+    auto of_varied = [&](const std::vector<Tensor>& v) {
+        std::vector<Tensor> all = inputs;
+        for (size_t i = 0; i < varied.size(); ++i) all[varied[i]] = v[i];
+        return f(all);
+    };
+    expect_gradients_match_finite_differences(of_varied, probes, options);
+}
+
 }  // namespace qdq::testing

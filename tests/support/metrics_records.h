@@ -1,0 +1,26 @@
+// A run's log as the trainer wrote it (metrics.jsonl, trainers/run_log.h), for comparing runs.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace qdq::testing {
+
+// The records of <dir>/metrics.jsonl without their wall-clock field, "seconds": two runs that
+// computed the same things have equal records.
+inline std::vector<nlohmann::json> metrics_records(const std::filesystem::path& dir) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(dir / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+        nlohmann::json r = nlohmann::json::parse(line);
+        r.erase("seconds");
+        out.push_back(r);
+    }
+    return out;
+}
+
+}  // namespace qdq::testing
