@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Resumes the BERT-mini pretraining run in the background, from the repository root.
-# A fresh checkout has no runs/: the checkpoint committed here (the run's newest at the last
-# stop) and its log are copied there first, unless runs/ already holds a newer checkpoint.
+# A fresh checkout has no runs/: the newest checkpoint committed here (the run's newest at the
+# last stop; older ones stay beside it) and the log are copied there first, unless runs/ already
+# holds a newer checkpoint.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -15,9 +16,10 @@ newest_step() {
   done
   echo "$best"
 }
-committed=$(ls "$here"/checkpoint-*.h5 2> /dev/null | head -1 || true)
+committed_step=$(newest_step "$here")
+committed=$here/checkpoint-$committed_step.h5
 mkdir -p "$run"
-if [[ -n $committed ]] && (( $(step_of "$committed") > $(newest_step "$run") )); then
+if (( committed_step > $(newest_step "$run") )); then
   cp "$committed" "$here/metrics.jsonl" "$run/"
   echo "resume.sh: copied $(basename "$committed") and metrics.jsonl into runs/pretrain_bert_mini"
 fi
