@@ -99,6 +99,8 @@ RunConfig calibrate_stage_config(const RunConfig& config) {
 RunConfig qat_stage_config(const RunConfig& config, const std::string& calibration_checkpoint) {
     RunConfig c = stage(config, "qat");
     c.model.init = calibration_checkpoint;
+    if (c.distillation && c.distillation->teacher.empty())
+        c.distillation->teacher = fs::absolute(fp32_stage_config(config).training.output_dir + "/model.h5").string();
     c.training.learning_rate = config.training.learning_rate * config.pipeline.qat_learning_rate_ratio;
     if (config.pipeline.qat_num_train_epochs > 0) {
         c.training.num_train_epochs = config.pipeline.qat_num_train_epochs;

@@ -26,7 +26,7 @@ PipelineOutcome run_pipeline(const RunConfig& config);
 // The stage configs run_pipeline derives from `config`: the same run with output_dir
 // <output_dir>/<stage>; fp32 without quantization; calibrate from fp32/model.h5; qat from the
 // chosen calibration's checkpoint at pipeline.qat_learning_rate_ratio × learning_rate. Only qat
-// keeps the distillation section.
+// keeps the distillation section; without a teacher of its own, it learns from fp32/model.h5.
 RunConfig fp32_stage_config(const RunConfig& config);
 RunConfig calibrate_stage_config(const RunConfig& config);
 RunConfig qat_stage_config(const RunConfig& config, const std::string& calibration_checkpoint);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "autograd/rng.h"
+#include "nn/pretrained.h"
 #include "qdqbert/qdq_placement.h"
 
 namespace qdq::bench {
@@ -74,13 +75,26 @@ RunConfig BenchData::config(BenchTask task, const ModelSize& size, bool bf16) co
     nlohmann::json raw = {{"model", {{"config", model}}},
                           {"data", data},
                           {"training", {{"output_dir", dir_ + "/out"}, {"seed", 1}, {"bf16", bf16}}}};
-    if (task == BenchTask::Qat) raw["quantization"] = nlohmann::json::object();
+    if (task == BenchTask::Qat || task == BenchTask::QatDistilled) raw["quantization"] = nlohmann::json::object();
+    if (task == BenchTask::QatLsq)
+        raw["quantization"] = {{"input", {{"calib_method", "max"}, {"learn_step_size", true}}},
+                               {"weight", {{"axis", 0}, {"learn_step_size", true}}},
+                               {"calibrator", "max"}};
+    if (task == BenchTask::QatDistilled) {
+        const std::string teacher = dir_ + "/teacher_" + size.name + ".h5";
+        if (!fs::exists(teacher)) {
+            RunConfig float_config = config(BenchTask::Classification, size, bf16);
+            std::unique_ptr<Task> float_task = make_task(float_config, {.train = false, .eval = false});
+            nn::save_hdf5(float_task->model(), float_task->model_config(), teacher);
+        }
+        raw["distillation"] = {{"teacher", teacher}, {"temperature", 2.0}, {"alpha", 0.5}};
+    }
     return parse_run_config(raw, "bench_train", dir_);
 }
 
 std::unique_ptr<Task> make_bench_task(const RunConfig& config, BenchTask task) {
     std::unique_ptr<Task> made = make_task(config, {.train = true, .eval = false});
-    if (task != BenchTask::Qat) return made;
+    if (task == BenchTask::Classification || task == BenchTask::MaskedLm) return made;
     nn::Module& model = made->model();
     calibrate_weights(model);
     for (auto& [name, quantizer] : model.named_quantizers()) {

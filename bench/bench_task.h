@@ -21,7 +21,10 @@ struct ModelSize {
     int layers, hidden, heads, ffn;
 };
 
-enum class BenchTask { Classification, Qat, MaskedLm };
+// Qat: fake-quantized fine-tuning; QatDistilled: the same learning from a float teacher of the
+// same size (distillation section, T = 2, α = 0.5); QatLsq: with learned step sizes on every
+// quantizer (learn_step_size).
+enum class BenchTask { Classification, Qat, QatDistilled, QatLsq, MaskedLm };
 
 // A scratch folder holding the synthetic files; removed with the object.
 class BenchData {
@@ -31,14 +34,15 @@ public:
     BenchData(const BenchData&) = delete;
     BenchData& operator=(const BenchData&) = delete;
 
-    // The run config of `task` on `size`, with training.bf16 = bf16.
+    // The run config of `task` on `size`, with training.bf16 = bf16. QatDistilled's teacher, a
+    // float model of `size` at its random initialisation, is written on first use.
     RunConfig config(BenchTask task, const ModelSize& size, bool bf16) const;
 
 private:
     std::string dir_;
 };
 
-// make_task on the config; for Qat every quantizer gets a range (weights per channel from the
+// make_task on the config; for the QAT tasks every quantizer gets a range (weights per channel from the
 // weights, activations amax 8) and quantizes, as after calibration.
 std::unique_ptr<Task> make_bench_task(const RunConfig& config, BenchTask task);
 

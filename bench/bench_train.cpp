@@ -6,6 +6,9 @@
 // training.bf16:
 //   step_<size>_train  classification (2 labels) fine-tuning step
 //   step_<size>_qat    the same with QDQBERT's quantizers fake-quantizing (calibrated ranges)
+//   step_<size>_qat_kd   QAT learning from a float teacher of the same size: the teacher's
+//                        forward (off the tape) and the KL term are the difference
+//   step_<size>_qat_lsq  QAT with learned step sizes (LSQ) on every quantizer
 //   step_<size>_eval   evaluation forward to the loss (eval mode, no tape)
 //   mlm_<size>_train   masked-LM pretraining step: 15% of tokens masked, the decoder only on
 //                      the masked positions (mini only; 4,096 tokens a step)
@@ -97,6 +100,8 @@ void bench_size(const bench::BenchData& data, const ModelSize& size, int default
     };
     std::vector<Workload> workloads = {{"step_" + size.name + "_train", BenchTask::Classification, false},
                                        {"step_" + size.name + "_qat", BenchTask::Qat, false},
+                                       {"step_" + size.name + "_qat_kd", BenchTask::QatDistilled, false},
+                                       {"step_" + size.name + "_qat_lsq", BenchTask::QatLsq, false},
                                        {"step_" + size.name + "_eval", BenchTask::Classification, true}};
     if (mlm) workloads.push_back({"mlm_" + size.name + "_train", BenchTask::MaskedLm, false});
     for (const Workload& w : workloads)

@@ -56,7 +56,7 @@ TensorQuantizer* Module::attach_quantizer(const std::string& name, TensorQuantiz
     quantizers_.emplace_back(name, std::make_unique<TensorQuantizer>(std::move(quantizer)));
     TensorQuantizer* q = quantizers_.back().second.get();
     // A learned range trains with the weights; a calibrated one is state that is only saved.
-    if (q->desc.learn_amax) parameters_.emplace_back(name + "._amax", q->amax);
+    if (q->desc.learn_amax || q->desc.learn_step_size) parameters_.emplace_back(name + "._amax", q->amax);
     else buffers_.emplace_back(name + "._amax", q->amax);
     return q;
 }

@@ -80,12 +80,57 @@ double clip_backward_amax(const float* dy, const float* x, float amax, int64_t n
     return sum;
 }
 
+// dx [n] += dy where lo <= fl(x·scale) <= hi (LSQ: the code before rounding is in range)
+QDQ_VECTOR_KERNEL
+void lsq_backward_input(float* dx, const float* dy, const float* x, float scale, float lo, float hi,
+                        int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        float v = x[i] * scale;
+        dx[i] += (v >= lo && v <= hi) ? dy[i] : 0.0f;
+    }
+}
+
+// Σ dy·∂(y/s)/∂s over [n]: round(v) − v inside [lo, hi], the bound crossed outside.
+QDQ_VECTOR_KERNEL
+double lsq_backward_step(const float* dy, const float* x, float scale, float lo, float hi, int64_t n) {
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) {
+        float v = x[i] * scale;
+        float inside = ((v + kRound) - kRound) - v;
+        float d = v < lo ? lo : (hi < v ? hi : inside);
+        sum += (double)dy[i] * (double)d;
+    }
+    return sum;
+}
+
 // run(begin, length, channel) on every single-channel run, in parallel chunks.
 template <typename Run>
 void parallel_channel_runs(const AxisSplit& split, Run&& run) {
     parallel_for(split.outer * split.n * split.inner, kGrain, [&](int64_t begin, int64_t end) {
         for_each_channel_run(split, begin, end, run);
     });
+}
+
+// Per channel, Σ over its elements of term(begin, length, channel): fixed blocks of kGrain
+// elements, each block's partial sums added in block order, so the result is the same whatever
+// the thread count.
+template <typename Term>
+std::vector<double> channel_sums(const AxisSplit& split, Term&& term) {
+    int64_t numel = split.outer * split.n * split.inner, blocks = (numel + kGrain - 1) / kGrain;
+    std::vector<double> partial((size_t)(blocks * split.n), 0.0);
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b)
+            for_each_channel_run(split, b * kGrain, std::min(numel, (b + 1) * kGrain),
+                                 [&](int64_t begin, int64_t n, int64_t c) {
+                                     partial[(size_t)(b * split.n + c)] += term(begin, n, c);
+                                 });
+    });
+    std::vector<double> sums((size_t)split.n, 0.0);
+    for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t c = 0; c < split.n; ++c) sums[(size_t)c] += partial[(size_t)(b * split.n + c)];
+    return sums;
 }
 
 void check_no_negative(const Tensor& x) {
@@ -103,7 +148,7 @@ void check_no_negative(const Tensor& x) {
 }  // namespace
 
 QuantParams quant_params(const QuantDescriptor& d) {
-    return QuantParams{d.num_bits, d.unsigned_, d.narrow_range, d.axis, d.learn_amax};
+    return QuantParams{d.num_bits, d.unsigned_, d.narrow_range, d.axis, d.learn_amax, d.learn_step_size};
 }
 
 float quant_bound(const QuantParams& p) {
@@ -122,8 +167,10 @@ Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     check(p.num_bits >= 2 && p.num_bits <= 16,
           "fake_quant: num_bits must be in [2, 16], got " + std::to_string(p.num_bits));
     check(!p.learn_amax || !p.axis, "fake_quant: learn_amax is per tensor only");
-    check(p.learn_amax || !amax.requires_grad(),
-          "fake_quant: amax requires grad but learn_amax is off (PQ passes no gradient to amax)");
+    check(!p.learn_amax || !p.learn_step_size, "fake_quant: learn_amax and learn_step_size exclude each other");
+    check(p.learn_amax || p.learn_step_size || !amax.requires_grad(),
+          "fake_quant: amax requires grad but neither learn_amax nor learn_step_size is on (PQ passes no "
+          "gradient to amax)");
     AxisSplit split = channel_split(x.shape(), p.axis, "fake_quant");
     check(amax.numel() == split.n,
           "fake_quant: amax has " + std::to_string(amax.numel()) + " values, expected " +
@@ -149,32 +196,30 @@ Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     });
 
     if (needs_grad({x, amax}))
-        record(y, [x, amax, split, learn = p.learn_amax, scales = std::move(scales)](const Tensor& gy) {
+        record(y, [x, amax, split, p, lo, bound, scales = std::move(scales)](const Tensor& gy) {
             const float* g = gy.f32();
             const float* px = x.f32();
             if (x.requires_grad()) {
                 float* gx = x.grad_buffer().f32();
                 parallel_channel_runs(split, [&](int64_t begin, int64_t n, int64_t c) {
-                    float a = scales[(size_t)c].amax;
-                    if (learn) clip_backward_input(gx + begin, g + begin, px + begin, a, n);
-                    else fake_quant_backward(gx + begin, g + begin, px + begin, a, n);
+                    const ChannelScale& s = scales[(size_t)c];
+                    if (p.learn_step_size) lsq_backward_input(gx + begin, g + begin, px + begin, s.scale, lo, bound, n);
+                    else if (p.learn_amax) clip_backward_input(gx + begin, g + begin, px + begin, s.amax, n);
+                    else fake_quant_backward(gx + begin, g + begin, px + begin, s.amax, n);
                 });
             }
-            if (learn && amax.requires_grad()) {
-                // Fixed blocks summed in order: the same result whatever the thread count.
-                int64_t numel = x.numel(), blocks = (numel + kGrain - 1) / kGrain;
-                std::vector<double> partial((size_t)blocks);
-                float a = scales[0].amax;
-                parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-                    for (int64_t b = b0; b < b1; ++b) {
-                        int64_t begin = b * kGrain, n = std::min(kGrain, numel - begin);
-                        partial[(size_t)b] = clip_backward_amax(g + begin, px + begin, a, n);
-                    }
-                });
-                double sum = 0;
-                for (double s : partial) sum += s;
-                amax.grad_buffer().f32()[0] += (float)sum;
-            }
+            if (!amax.requires_grad()) return;
+            std::vector<double> sums = channel_sums(split, [&](int64_t begin, int64_t n, int64_t c) {
+                const ChannelScale& s = scales[(size_t)c];
+                if (p.learn_step_size) return lsq_backward_step(g + begin, px + begin, s.scale, lo, bound, n);
+                return clip_backward_amax(g + begin, px + begin, s.amax, n);
+            });
+            // LSQ: ds = g·Σ, damax = ds / bound, g = 1/sqrt(N·bound) with N elements per step.
+            double factor = 1.0;
+            if (p.learn_step_size)
+                factor = 1.0 / (std::sqrt((double)(split.outer * split.inner) * bound) * bound);
+            float* ga = amax.grad_buffer().f32();
+            for (int64_t c = 0; c < split.n; ++c) ga[c] += (float)(sums[(size_t)c] * factor);
         });
     return y;
 }

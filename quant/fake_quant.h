@@ -25,6 +25,17 @@
 // The last line is PQ's two clip gradients (to clip_value_max: Σ dy·[x >= max]; to
 // clip_value_min: Σ dy·[x <= min]) for one symmetric parameter, min = -amax. PQ's
 // quantizer itself passes no gradient to amax; neither do we.
+//
+// With learn_step_size (LSQ, Esser et al. 2020, "Learned Step Size Quantization"; per tensor or
+// per channel) the forward is the plain one above and the step s = amax/bound is learned. With
+// v = fl(x·scale) (= x/s), Q_P = bound and Q_N = -lo:
+//   dx    = dy where lo <= v <= bound (inclusive, as torch.clamp's gradient)
+//   ds    = g · Σ dy·(round(v) − v  if lo <= v <= bound;  lo if v < lo;  bound if v > bound)
+//   damax = ds / bound                          (s = amax / bound)
+//   g     = 1 / sqrt(N · Q_P)                   the paper's gradient scale
+// N is the number of elements sharing the step size in the tensor quantized: a channel's
+// weights, or every element of an activation batch (the paper counts an activation's features;
+// counting the batch too, as common LSQ implementations do, keeps g a function of the tensor alone).
 #pragma once
 
 #include <optional>
@@ -42,6 +53,7 @@ struct QuantParams {
     // None: amax holds one value.
     std::optional<int64_t> axis{};
     bool learn_amax = false;
+    bool learn_step_size = false;
 };
 
 QuantParams quant_params(const QuantDescriptor& desc);
@@ -52,7 +64,7 @@ float quant_min(const QuantParams& p);
 
 // Values of amax must be finite and >= 0 (NaN is how a quantizer marks an amax not yet
 // calibrated). With unsigned_, x must not be negative (PQ raises the same error).
-// amax may require grad only with learn_amax.
+// amax may require grad only with learn_amax or learn_step_size, which exclude each other.
 Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& params);
 
 }  // namespace qdq

@@ -37,6 +37,8 @@ void validate(const QuantDescriptor& d) {
         if (!d.axis && d.amax->size() != 1) fail("a per-tensor amax is one value");
     }
     if (d.learn_amax && d.axis) fail("learn_amax is per tensor only: axis must be null");
+    if (d.learn_amax && d.learn_step_size)
+        fail("learn_amax (a PACT clip) and learn_step_size (LSQ) are two ways to learn one range: choose one");
     if (d.calib_method == CalibMethod::Histogram && d.axis)
         fail("histogram calibration is per tensor only: axis must be null");
 }
@@ -50,6 +52,7 @@ QuantDescriptor quant_descriptor_from_json(const nlohmann::json& j, const std::s
     f.read("unsigned", d.unsigned_);
     f.read("narrow_range", d.narrow_range);
     f.read("learn_amax", d.learn_amax);
+    f.read("learn_step_size", d.learn_step_size);
     f.read_choice("calib_method", d.calib_method, {{"max", CalibMethod::Max}, {"histogram", CalibMethod::Histogram}});
     nlohmann::json amax;
     f.read("amax", amax);
@@ -90,6 +93,7 @@ void to_json(nlohmann::json& j, const QuantDescriptor& d) {
     else if (d.amax->size() == 1) j["amax"] = d.amax->front();
     else j["amax"] = *d.amax;
     j["learn_amax"] = d.learn_amax;
+    j["learn_step_size"] = d.learn_step_size;
 }
 
 }  // namespace qdq

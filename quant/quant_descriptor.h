@@ -38,6 +38,9 @@ struct QuantDescriptor {
     // then serves every channel). With learn_amax it is the learned amax's initial value.
     std::optional<std::vector<float>> amax{};
     bool learn_amax = false;  // PACT-style learned range; per tensor only, as in PQ
+    // LSQ's learned step size (amax / bound), per tensor or per channel: not in PQ (see
+    // quant/fake_quant.h). Excludes learn_amax.
+    bool learn_step_size = false;
 };
 
 // PQ's QUANT_DESC_8BIT_LINEAR_WEIGHT_PER_ROW: one amax per output row of a Linear weight [out, in].
@@ -46,12 +49,13 @@ QuantDescriptor linear_weight_descriptor();
 const char* calib_method_name(CalibMethod method);
 
 // Throws naming the first inconsistent field: num_bits outside [2, 16], a negative or
-// non-finite amax, learn_amax or histogram calibration with an axis (PQ rejects both).
+// non-finite amax, learn_amax or histogram calibration with an axis (PQ rejects both),
+// learn_amax together with learn_step_size.
 void validate(const QuantDescriptor& desc);
 
 // JSON keys as PQ's keyword arguments: {"num_bits": 8, "axis": 0 | null, "unsigned": false,
 // "narrow_range": false, "calib_method": "max" | "histogram", "amax": 2.5 | [..] | null,
-// "learn_amax": false}. Every key is optional; unknown keys and wrong types are errors naming
+// "learn_amax": false, "learn_step_size": false}. Every key is optional; unknown keys and wrong types are errors naming
 // the key (under `path`, its dotted place in `source`). to_json writes every key.
 QuantDescriptor quant_descriptor_from_json(const nlohmann::json& j, const std::string& source,
                                            const std::string& path = "");

@@ -48,7 +48,7 @@ TensorQuantizer::TensorQuantizer(const QuantDescriptor& d, const Shape& amax_sha
         float* pa = amax.f32();
         for (int64_t i = 0; i < amax.numel(); ++i) pa[i] = v[v.size() == 1 ? 0 : (size_t)i];
     }
-    if (desc.learn_amax) amax.set_requires_grad(true);
+    if (desc.learn_amax || desc.learn_step_size) amax.set_requires_grad(true);
     if (desc.calib_method == CalibMethod::Max) calibrator = MaxCalibrator{desc.axis, {}};
     else calibrator = HistogramCalibrator{desc.num_bits, desc.unsigned_};
 }

@@ -2,12 +2,13 @@
 // nn/modules/tensor_quantizer.py): a descriptor, one mode, the amax and a calibrator.
 //
 // PQ keeps the mode in four booleans (_disabled, _if_quant, _if_calib, _if_clip) whose
-// combinations overlap; here it is one value. A learned range (PQ's clip stage) is not a mode:
-// it is desc.learn_amax, in effect whenever the quantizer quantizes.
+// combinations overlap; here it is one value. A learned range (PQ's clip stage, or LSQ's step
+// size) is not a mode: it is desc.learn_amax or desc.learn_step_size, in effect whenever the
+// quantizer quantizes.
 //
 // A Module registers `amax` as the buffer "<layer>._input_quantizer._amax" (or
 // "._weight_quantizer._amax"), QDQBERT's state_dict keys — as a parameter instead when
-// desc.learn_amax, so that the optimizer updates it. amax is only ever written in place, so the
+// the range is learned, so that the optimizer updates it. amax is only ever written in place, so the
 // registered handle and this member stay the same tensor.
 #pragma once
 

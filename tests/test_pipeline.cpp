@@ -14,6 +14,7 @@
 #include "json/json_file.h"
 #include "nn/heads.h"
 #include "onnx/onnx_runtime.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
@@ -21,6 +22,7 @@
 #include "trainers/trainer.h"
 
 using namespace qdq;
+using qdq::testing::expect_error;
 using qdq::testing::TempDir;
 using qdq::testing::tiny_config;
 using qdq::testing::write_task_files;
@@ -61,6 +63,12 @@ TEST(Pipeline, OnlyTheQatStageDistils) {
     ASSERT_TRUE(qat.distillation);
     EXPECT_EQ(qat.distillation->alpha, 0.25);
     EXPECT_EQ(fs::path(qat.distillation->teacher), dir.path() / "teacher.h5");
+    // Without a teacher the QAT stage learns from the FP32 stage's model; a plain run refuses.
+    raw["distillation"].erase("teacher");
+    const RunConfig own = parse_run_config(raw, "pipe.json", ".");
+    EXPECT_EQ(fs::path(qat_stage_config(own, "x.h5").distillation->teacher),
+              fs::absolute(fs::path(fp32_stage_config(own).training.output_dir) / "model.h5"));
+    expect_error([&] { make_task(own, {true, true}); }, {"pipe.json", "distillation.teacher", "not set"});
 }
 
 TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {

@@ -1,37 +1,31 @@
 // The training loop on a tiny model and a synthetic sentiment task written by the test: it
-// learns; a run stopped (in process, or by SIGKILL to the qdqtrain binary) and resumed ends
-// bit-identical to a run never stopped (with bf16 products, or distillation, too);
-// bf16 without a kernel is FP32;
+// learns; a run stopped in process and resumed ends bit-identical to a run never stopped
+// (SIGKILL and resume: test_trainer_resume.cpp); bf16 without a kernel is FP32;
 // a NaN loss stops the run and keeps the last checkpoint;
 // the schedule reaches the optimizer; the input tokens seen are counted; a changed config refuses to resume; the CLI's exit codes.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include "io/hdf5_weights.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/metrics_records.h"
 #include "tests/support/run_qdqtrain.h"
+#include "tests/support/same_weights.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
 #include "trainers/trainer.h"
 
-extern char** environ;
-
 using namespace qdq;
 using qdq::testing::metrics_records;
 using qdq::testing::Process;
+using qdq::testing::expect_same_weights;
 using qdq::testing::run_qdqtrain;
 using qdq::testing::tiny_config;
 using qdq::testing::write_task_files;
@@ -83,18 +77,6 @@ TrainOutcome train_config(const nlohmann::json& raw, int64_t meddle_at = 0,
     std::unique_ptr<Task> task = make_task(config, {});
     if (meddle_at > 0) task = std::make_unique<MeddlingTask>(std::move(task), meddle_at, action);
     return train(config, *task);
-}
-
-void expect_same_weights(const fs::path& a, const fs::path& b) {
-    Hdf5Weights x = load_hdf5_weights(a.string()), y = load_hdf5_weights(b.string());
-    ASSERT_EQ(x.tensors.size(), y.tensors.size());
-    for (size_t i = 0; i < x.tensors.size(); ++i) {
-        ASSERT_EQ(x.tensors[i].name, y.tensors[i].name);
-        const Tensor& p = x.tensors[i].tensor;
-        const Tensor& q = y.tensors[i].tensor;
-        ASSERT_EQ(p.shape(), q.shape());
-        EXPECT_EQ(0, std::memcmp(p.raw(), q.raw(), (size_t)p.numel() * 4)) << x.tensors[i].name;
-    }
 }
 
 std::string write_config(const qdq::testing::TempDir& dir, const std::string& name, const nlohmann::json& raw) {
@@ -256,65 +238,6 @@ TEST(Trainer, BestMetricDirection) {
     EXPECT_EQ(total_train_steps(t, 8), 20);
     t.max_steps = 3;
     EXPECT_EQ(total_train_steps(t, 8), 3);
-}
-
-// SIGKILL at two moments of one run, each followed by a resume: the end equals a run never killed.
-// `distilled`: from a teacher trained first (trainers/distillation.h), which each start reloads.
-static void expect_killed_run_resumes_bit_identical(bool bf16, int64_t accumulation = 1, bool distilled = false) {
-    qdq::testing::TempDir dir;
-    write_task_files(dir);
-    nlohmann::json raw = tiny_config(dir, "straight");
-    if (distilled) {
-        Process teacher = run_qdqtrain("train " + write_config(dir, "teacher.json", tiny_config(dir, "teacher")));
-        ASSERT_EQ(teacher.status, 0) << teacher.output;
-        raw["distillation"] = {{"teacher", (dir.path() / "teacher" / "model.h5").string()}, {"temperature", 2.0}, {"alpha", 0.5}};
-    }
-    raw["training"]["bf16"] = bf16;
-    raw["training"]["gradient_accumulation_steps"] = accumulation;
-    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
-    raw["training"]["max_steps"] = 300;
-    raw["training"]["save_steps"] = 10;
-    raw["training"]["eval_steps"] = 50;
-    raw["training"]["logging_steps"] = 7;
-    Process straight = run_qdqtrain("train " + write_config(dir, "straight.json", raw));
-    ASSERT_EQ(straight.status, 0) << straight.output;
-
-    raw["training"]["output_dir"] = (dir.path() / "killed").string();
-    const std::string config = write_config(dir, "killed.json", raw);
-    const fs::path run = dir.path() / "killed";
-    for (int64_t kill_after : {30, 150}) {
-        pid_t pid;
-        const std::string binary = QDQTRAIN_PATH;
-        std::vector<std::string> args = {binary, "train", config};
-        std::vector<char*> argv;
-        for (std::string& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ASSERT_EQ(posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ), 0);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (!fs::exists(run / checkpoint_name(kill_after)) && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        kill(pid, SIGKILL);
-        int status = 0;
-        waitpid(pid, &status, 0);
-        ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed";
-    }
-    Process resumed = run_qdqtrain("train " + config);
-    ASSERT_EQ(resumed.status, 0) << resumed.output;
-    EXPECT_NE(resumed.output.find("resuming"), std::string::npos);
-    expect_same_weights(dir.path() / "straight" / "model.h5", run / "model.h5");
-    EXPECT_EQ(metrics_records(dir.path() / "straight"), metrics_records(run));
-}
-
-TEST(Trainer, KilledRunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(false); }
-
-TEST(Trainer, KilledBf16RunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(true); }
-
-TEST(Trainer, KilledDistilledRunResumesBitIdentical) { expect_killed_run_resumes_bit_identical(false, 1, true); }
-
-// Three micro-batches a step, eight batches an epoch: steps straddle epochs, and a kill lands
-// between a step's micro-batches as often as not.
-TEST(Trainer, KilledRunWithGradientAccumulationResumesBitIdentical) {
-    expect_killed_run_resumes_bit_identical(false, 3);
 }
 
 // Two micro-batches of 8 per step against one batch of 16 (no dropout, the same shuffled

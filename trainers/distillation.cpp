@@ -26,6 +26,9 @@ Tensor distillation_loss(const DistillationSettings& distillation, const Tensor&
 
 nn::BertConfig teacher_model_config(const RunConfig& config, const nn::BertConfig& student) {
     const std::string& path = config.distillation->teacher;
+    if (path.empty())
+        throw std::runtime_error(config.source + ": 'distillation.teacher' is not set: only the pipeline has a " +
+                                 "default teacher (its FP32 model); a training run must name one");
     nn::BertConfig c = model_file_config(path);
     c.num_labels = student.num_labels;
     const auto refuse = [&](const std::string& what) {

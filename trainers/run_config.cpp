@@ -225,9 +225,14 @@ DistillationSettings parse_distillation_settings(const nlohmann::json& section, 
     distillation.read("temperature", d.temperature);
     distillation.read("alpha", d.alpha);
     distillation.finish();
-    if (d.teacher.empty()) distillation.fail("teacher", "must name the teacher's model file");
-    d.teacher = fs::absolute(resolve(base_dir, d.teacher)).lexically_normal().string();
-    if (!fs::exists(d.teacher)) distillation.fail("teacher", "names a missing file: " + d.teacher);
+    // No teacher key: the pipeline's QAT stage learns from its FP32 stage's model; a plain run
+    // refuses to start (trainers/distillation.h teacher_model_config).
+    if (section.contains("teacher") && d.teacher.empty())
+        distillation.fail("teacher", "must name the teacher's model file (or be left out: the pipeline's FP32 model)");
+    if (!d.teacher.empty()) {
+        d.teacher = fs::absolute(resolve(base_dir, d.teacher)).lexically_normal().string();
+        if (!fs::exists(d.teacher)) distillation.fail("teacher", "names a missing file: " + d.teacher);
+    }
     if (!(d.temperature > 0) || !std::isfinite(d.temperature)) distillation.fail("temperature", "must be positive");
     if (!(d.alpha >= 0 && d.alpha <= 1)) distillation.fail("alpha", "must be in [0, 1]");
     return d;
@@ -332,10 +337,10 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"group_by_length", t.group_by_length}, {"bf16", t.bf16}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     if (c.quantization) j["quantization"] = quantization_config_to_json(*c.quantization);
-    if (c.distillation)
-        j["distillation"] = {{"teacher", c.distillation->teacher},
-                             {"temperature", c.distillation->temperature},
-                             {"alpha", c.distillation->alpha}};
+    if (c.distillation) {
+        j["distillation"] = {{"temperature", c.distillation->temperature}, {"alpha", c.distillation->alpha}};
+        if (!c.distillation->teacher.empty()) j["distillation"]["teacher"] = c.distillation->teacher;
+    }
     const PipelineSettings& p = c.pipeline;
     j["pipeline"] = {{"qat_learning_rate_ratio", p.qat_learning_rate_ratio},
                      {"qat_num_train_epochs", p.qat_num_train_epochs},

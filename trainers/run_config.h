@@ -16,7 +16,8 @@
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h)
 //   "quantization": (qdqbert/qdq_placement.h)
 //   "distillation": teacher (a model of the same task: a checkpoint, model.h5, .safetensors or
-//               HF directory; run in float, without quantizers), temperature (T > 0, default 1),
+//               HF directory; run in float, without quantizers; in the pipeline it defaults to
+//               the FP32 stage's model, elsewhere it is required), temperature (T > 0, default 1),
 //               alpha (in [0, 1], default 0.5): loss = α·task loss + (1 − α)·T²·KL(teacher ‖
 //               student) of the softmaxes at T (trainers/distillation.h); classification and
 //               squad only
@@ -138,7 +139,7 @@ struct PipelineSettings {
 
 // Knowledge distillation from a teacher model (trainers/distillation.h).
 struct DistillationSettings {
-    std::string teacher;  // resolved, absolute path
+    std::string teacher;  // resolved, absolute path; empty: the pipeline's FP32 model
     double temperature = 1;
     double alpha = 0.5;  // the task loss's weight; 1 − alpha the KL term's
 };
