@@ -127,6 +127,22 @@ std::vector<SensitivityRow> sensitivity_rows(Task& task, const Quantizers& quant
     return rows;
 }
 
+// The model as it is, on the test set and, with a validation split, on validation (which the
+// task is left on): {test, validation}.
+struct TwoSets {
+    Metrics test;
+    std::optional<Metrics> validation;
+};
+
+TwoSets evaluate_both(Task& task, bool split, int64_t batch_size) {
+    if (!split) return {task_metrics(task.evaluate(batch_size)), std::nullopt};
+    const Metrics validation = task_metrics(task.evaluate(batch_size));
+    task.select_eval_set(EvalSplit::Test);
+    const Metrics test = task_metrics(task.evaluate(batch_size));
+    task.select_eval_set(EvalSplit::Validation);
+    return {test, validation};
+}
+
 }  // namespace
 
 std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& config, bool all_methods) {
@@ -150,8 +166,12 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
 
     CalibrationResult result{.checkpoint = checkpoint, .metric = metric, .quantization = qc};
+    // With a validation split the method is chosen, and the sensitivity swept, on validation.
+    const bool split = config.data.validation_fraction > 0;
     set_quant_mode(model, QuantMode::Disabled);
-    result.fp32 = task_metrics(task.evaluate(batch_size));
+    const TwoSets fp32 = evaluate_both(task, split, batch_size);
+    result.fp32 = fp32.test;
+    result.fp32_validation = fp32.validation;
     std::cerr << "calibrate: fp32 " << metric << " " << metric_value(result.fp32, metric, config.source) << "\n";
 
     // The plain pass first, over the very batches calibration reads: the cost's denominator.
@@ -171,9 +191,9 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         apply_range_options(task.encoder(), qc);
         ranges_seconds += now_seconds() - start;
         add_method_stats(result.quantizers, quantizers, name);
-        Metrics metrics = task_metrics(task.evaluate(batch_size));
-        const double value = metric_value(metrics, metric, config.source);
-        std::cerr << "calibrate: " << name << " " << metric << " " << value << "\n";
+        const TwoSets metrics = evaluate_both(task, split, batch_size);
+        const double value = metric_value(metrics.validation.value_or(metrics.test), metric, config.source);
+        std::cerr << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
         QuantizationConfig saved = qc;
         saved.calibrator = m;
         nlohmann::json saved_config = saved_run_config(config, task);
@@ -181,7 +201,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         fs::create_directories(out_dir + "/" + name);
         const std::string path = out_dir + "/" + name + "/model.h5";
         save_checkpoint(path, {model.state_dict(), {}, {}, saved_config});
-        result.methods.push_back({name, metrics, path});
+        result.methods.push_back({name, metrics.test, path, metrics.validation});
         if (!best || is_improvement(t, metric, value, best_value)) best = m, best_value = value;
     }
     result.best = calibration_method_name(*best);

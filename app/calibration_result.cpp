@@ -21,8 +21,11 @@ CalibrationCost cost_from_json(const json& j, const std::string& path, const std
 }
 
 json method_to_json(const CalibratedMethod& m) {
-    return {{"method", m.name}, {"metrics", metrics_to_json(m.metrics)}, {"checkpoint", m.checkpoint}};
+    json j = {{"method", m.name}, {"metrics", metrics_to_json(m.metrics)}, {"checkpoint", m.checkpoint}};
+    if (m.validation) j["validation"] = metrics_to_json(*m.validation);
+    return j;
 }
+
 
 CalibratedMethod method_from_json(const json& j, const std::string& path, const std::string& source) {
     JsonFields f(j, path, source);
@@ -30,6 +33,7 @@ CalibratedMethod method_from_json(const json& j, const std::string& path, const 
     read_required(f, "method", m.name);
     m.metrics = metrics_from_json(required_section(f, "metrics"), f.path_of("metrics"), source);
     read_required(f, "checkpoint", m.checkpoint);
+    m.validation = optional_metrics(f, "validation");
     f.finish();
     return m;
 }
@@ -165,6 +169,7 @@ json calibration_result_to_json(const CalibrationResult& r) {
               {"best", r.best},
               {"cost", calibration_cost_to_json(r.cost)},
               {"quantizers", quantizers}};
+    if (r.fp32_validation) j["fp32_validation"] = metrics_to_json(*r.fp32_validation);
     if (r.sensitivity) j["sensitivity"] = sensitivity_to_json(*r.sensitivity);
     return j;
 }
@@ -176,6 +181,7 @@ CalibrationResult calibration_result_from_json(const json& j, const std::string&
     read_required(f, "metric", r.metric);
     r.quantization = quantization_config_from_json(required_section(f, "quantization"), source);
     r.fp32 = metrics_from_json(required_section(f, "fp32"), f.path_of("fp32"), source);
+    r.fp32_validation = optional_metrics(f, "fp32_validation");
     const json& methods = required_list(f, j, "methods");
     for (size_t i = 0; i < methods.size(); ++i)
         r.methods.push_back(method_from_json(methods[i], item_path(f, "methods", i), source));

@@ -17,10 +17,14 @@
 
 namespace qdq {
 
+// With a validation split (data.validation_fraction) every model is evaluated twice: `metrics`
+// are the test set's (data.eval_files), the ones reported, and `validation` those the best
+// method is chosen by. Without one there is only `metrics`, and the choice is made on it.
 struct CalibratedMethod {
     std::string name{};        // "max", "percentile-99.99", "mse", ... ("method" in the file)
     Metrics metrics{};         // of the model quantized by its ranges
     std::string checkpoint{};  // <method>/model.h5: weights and ranges
+    std::optional<Metrics> validation{};
 };
 
 // CPU seconds: the plain forward pass over the calibration batches is the unit of the ratios.
@@ -76,9 +80,10 @@ struct SensitivitySweep {
 
 struct CalibrationResult {
     std::string checkpoint{};  // the float weights calibrated
-    std::string metric{};      // the metric the best method is chosen by
+    std::string metric{};      // the metric the best method is chosen by (on validation, if split)
     QuantizationConfig quantization{};
     Metrics fp32{};
+    std::optional<Metrics> fp32_validation{};
     std::vector<CalibratedMethod> methods{};
     std::string best{};  // a method's name
     CalibrationCost cost{};

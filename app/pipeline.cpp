@@ -12,6 +12,7 @@
 #include "app/onnx_evaluation.h"
 #include "app/pipeline_report.h"
 #include "json/json_file.h"
+#include "trainers/run_precision.h"
 #include "trainers/trainer.h"
 
 namespace qdq {
@@ -23,25 +24,52 @@ namespace {
 RunConfig stage(const RunConfig& config, const std::string& name) {
     RunConfig c = config;
     c.training.output_dir = (fs::path(config.training.output_dir) / name).string();
+    c.data.validation_fraction = config.pipeline.validation_fraction;
     return c;
+}
+
+// A trained stage's final model on the test set and, with a validation split, on validation.
+struct StageMetrics {
+    Metrics test;
+    std::optional<Metrics> validation;
+};
+
+// The stage's model.h5 evaluated afresh on the test set alone (the run itself evaluated on
+// validation); kept in test_results.json, so that a rerun does not repeat it.
+Metrics test_metrics(const RunConfig& stage) {
+    const std::string dir = stage.training.output_dir, done = dir + "/test_results.json";
+    if (fs::exists(done)) return metrics_from_json(read_json_file(done), "", done);
+    RunConfig c = stage;
+    c.model.init = dir + "/model.h5";
+    c.data.validation_fraction = 0;
+    c.distillation.reset();
+    MatmulPrecisionGuard precision(run_matmul_precision(c.training));
+    std::unique_ptr<Task> task = make_task(c, {.train = false, .eval = true});
+    const Metrics metrics = task_metrics(task->evaluate(c.training.per_device_eval_batch_size));
+    write_json_file(done, metrics_to_json(metrics));
+    return metrics;
 }
 
 // Trains `config` unless its output directory already holds the finished model. Returns the
 // final metrics, or none when the run was interrupted.
-std::optional<Metrics> train_stage(const RunConfig& config, const char* name) {
+std::optional<StageMetrics> train_stage(const RunConfig& config, const char* name) {
     const std::string results = config.training.output_dir + "/eval_results.json";
+    Metrics final_metrics;
     if (fs::exists(config.training.output_dir + "/model.h5") && fs::exists(results)) {
         std::cerr << "pipeline: " << name << " done before (" << config.training.output_dir << ")\n";
-        return metrics_from_json(read_json_file(results), "", results);
+        final_metrics = metrics_from_json(read_json_file(results), "", results);
+    } else {
+        std::cerr << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
+        std::unique_ptr<Task> task = make_task(config, {true, true});
+        TrainOptions options;
+        options.progress_bar = isatty(STDERR_FILENO);
+        TrainOutcome outcome = train(config, *task, options);
+        if (outcome.status == TrainStatus::diverged) throw std::runtime_error(name + std::string(": ") + outcome.message);
+        if (outcome.status == TrainStatus::interrupted) return std::nullopt;
+        final_metrics = task_metrics(outcome.metrics);
     }
-    std::cerr << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
-    std::unique_ptr<Task> task = make_task(config, {true, true});
-    TrainOptions options;
-    options.progress_bar = isatty(STDERR_FILENO);
-    TrainOutcome outcome = train(config, *task, options);
-    if (outcome.status == TrainStatus::diverged) throw std::runtime_error(name + std::string(": ") + outcome.message);
-    if (outcome.status == TrainStatus::interrupted) return std::nullopt;
-    return task_metrics(outcome.metrics);
+    if (config.data.validation_fraction == 0) return StageMetrics{final_metrics, std::nullopt};
+    return StageMetrics{test_metrics(config), final_metrics};
 }
 
 // Both models as deployed: exported, then evaluated and timed in ONNX Runtime. The rows are kept
@@ -57,8 +85,10 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunCo
     OnnxEvaluationOptions options;
     options.batch_size = config.training.per_device_eval_batch_size;
     options.threads = config.pipeline.onnx_threads;
-    // Scoring needs only the evaluation set, which both models share: one task reads it once.
-    std::unique_ptr<Task> task = make_task(fp32, {.train = false, .weights = false});
+    // Scoring needs only the test set, which both models share: one task reads it once.
+    RunConfig test = fp32;
+    test.data.validation_fraction = 0;
+    std::unique_ptr<Task> task = make_task(test, {.train = false, .weights = false});
     OnnxStage onnx;
     const struct {
         const RunConfig& run;
@@ -117,9 +147,10 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     PipelineResults results{.config = run_config_to_json(config)};
 
     const RunConfig fp32 = fp32_stage_config(config);
-    std::optional<Metrics> fp32_metrics = train_stage(fp32, "fp32");
+    std::optional<StageMetrics> fp32_metrics = train_stage(fp32, "fp32");
     if (!fp32_metrics) return {false, results};
-    results.fp32 = *fp32_metrics;
+    results.fp32 = fp32_metrics->test;
+    results.fp32_validation = fp32_metrics->validation;
 
     const RunConfig calib = calibrate_stage_config(config);
     const std::string calibration_json = calib.training.output_dir + "/calibration.json";
@@ -139,9 +170,10 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
         throw std::runtime_error(config.source + ": pipeline.calibration: no calibration method '" + results.qat_from + "'");
 
     const RunConfig qat = qat_stage_config(config, method->checkpoint);
-    std::optional<Metrics> qat_metrics = train_stage(qat, "qat");
+    std::optional<StageMetrics> qat_metrics = train_stage(qat, "qat");
     if (!qat_metrics) return {false, results};
-    results.qat = *qat_metrics;
+    results.qat = qat_metrics->test;
+    results.qat_validation = qat_metrics->validation;
 
     if (config.pipeline.onnx) results.onnx = onnx_stage(config, fp32, qat);
     write_pipeline_report(config, results);

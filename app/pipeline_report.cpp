@@ -30,6 +30,22 @@ double percent(const Metrics& metrics, const std::string& name) {
     return name == "accuracy" ? 100 * it->second : it->second;
 }
 
+// Where the choices (the best checkpoint with load_best_model_at_end, the calibration method)
+// were made: on the validation split, whose size is given, or on the test set.
+std::string choices_sentence(const RunConfig& config, const PipelineResults& results) {
+    const double fraction = config.pipeline.validation_fraction;
+    if (fraction == 0 || !results.fp32_validation)
+        return "Choices (calibration method, best checkpoint) were made on these test numbers: "
+               "pipeline.validation_fraction is 0.";
+    const auto examples = results.fp32_validation->values.find("eval_examples");
+    const std::string size = examples == results.fp32_validation->values.end()
+                                 ? ""
+                                 : " (" + std::to_string((int64_t)examples->second) + " examples)";
+    return "Choices (calibration method, best checkpoint) were made on a validation split of " +
+           fixed(100 * fraction, 0) + "% of the training examples" + size +
+           ", held out of training; every number above is the test set's.";
+}
+
 void write_pipeline_report(const RunConfig& config, const PipelineResults& results) {
     const std::string dir = config.training.output_dir;
     fs::create_directories(dir + "/plots");
@@ -61,7 +77,8 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
           " training examples, collecting at " + fixed(c.collect_ratio, 2) +
           "x the CPU time of a plain pass over them. QAT from the " + results.qat_from +
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
-          " of the FP32 learning rate. Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
+          " of the FP32 learning rate. " + choices_sentence(config, results) +
+          " Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
           "\n![" + metrics.back() + " by stage](plots/metric_by_stage.svg)\n![FP32 training](plots/fp32_loss.svg)\n"
           "![QAT training](plots/qat_loss.svg)\n";
     std::ofstream out(dir + "/results.md", std::ios::trunc);

@@ -60,6 +60,8 @@ json pipeline_results_to_json(const PipelineResults& r) {
               {"qat_from", r.qat_from},
               {"qat", metrics_to_json(r.qat)},
               {"summary", metrics_to_json(pipeline_summary(r))}};
+    if (r.fp32_validation) j["fp32_validation"] = metrics_to_json(*r.fp32_validation);
+    if (r.qat_validation) j["qat_validation"] = metrics_to_json(*r.qat_validation);
     if (r.onnx) j["onnx"] = onnx_stage_to_json(*r.onnx);
     return j;
 }
@@ -72,6 +74,8 @@ PipelineResults pipeline_results_from_json(const json& j, const std::string& sou
     r.calibration = calibration_result_from_json(required_section(f, "calibration"), "calibration", source);
     read_required(f, "qat_from", r.qat_from);
     r.qat = metrics_from_json(required_section(f, "qat"), "qat", source);
+    r.fp32_validation = optional_metrics(f, "fp32_validation");
+    r.qat_validation = optional_metrics(f, "qat_validation");
     if (f.has("onnx")) {
         f.ignore("onnx");
         r.onnx = onnx_stage_from_json(j.at("onnx"), "onnx", source);

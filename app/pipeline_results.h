@@ -26,10 +26,14 @@ struct PipelineResults {
     // The run config as run_config_to_json writes it. It is kept as written, not parsed: parsing
     // checks that the data files exist, and a sweep's report reads runs made elsewhere.
     nlohmann::json config{};
+    // Each stage's final model on the test set (data.eval_files); with a validation split also
+    // on validation, where the best checkpoint and the calibration method were chosen.
     Metrics fp32{};                   // the FP32 run's final evaluation
+    std::optional<Metrics> fp32_validation{};
     CalibrationResult calibration{};  // calibrate/calibration.json
     std::string qat_from{};           // the calibration method QAT started from
     Metrics qat{};                    // the QAT run's final evaluation
+    std::optional<Metrics> qat_validation{};
     std::optional<OnnxStage> onnx{};  // with pipeline.onnx
 };
 

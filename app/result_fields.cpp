@@ -40,6 +40,11 @@ Metrics metrics_from_json(const nlohmann::json& j, const std::string& path, cons
 
 Metrics task_metrics(const nlohmann::json& evaluation) { return metrics_from_json(evaluation, "", "the task's evaluation"); }
 
+std::optional<Metrics> optional_metrics(JsonFields& f, const char* key) {
+    if (!f.has(key)) return std::nullopt;
+    return metrics_from_json(f.section(key), f.path_of(key), f.source());
+}
+
 void read_real(JsonFields& f, const nlohmann::json& object, const char* key, double& out) {
     if (f.has(key) && object.at(key).is_null()) {
         f.ignore(key);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -32,6 +33,9 @@ nlohmann::json metrics_to_json(const Metrics& metrics);
 Metrics metrics_from_json(const nlohmann::json& j, const std::string& path, const std::string& source);
 // What Task::evaluate and Task::score return, as Metrics.
 Metrics task_metrics(const nlohmann::json& evaluation);
+// The metrics at `key` of the object `f` reads, or none when the key is absent (the validation
+// metrics of runs without a validation split).
+std::optional<Metrics> optional_metrics(JsonFields& f, const char* key);
 
 template <typename T>
 void read_required(JsonFields& f, const char* key, T& out) {

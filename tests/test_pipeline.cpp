@@ -103,9 +103,26 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     for (const char* file : {"fp32/model.h5", "calibrate/calibration.json", "calibrate/percentile-99.99/model.h5",
                              "qat/model.h5", "onnx/model_fp32.onnx", "onnx/model_int8.onnx", "onnx/evaluation.json", "results.json",
                              "results.md", "plots/metric_by_stage.svg", "plots/fp32_loss.svg",
+                             "fp32/test_results.json", "qat/test_results.json",
                              "plots/fp32_eval.svg", "plots/qat_loss.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
     EXPECT_EQ(first.results.qat_from, "percentile-99.99");
+    // Choices on validation (pipeline.validation_fraction 0.1 of 64 examples: 6), numbers on test.
+    ASSERT_TRUE(first.results.fp32_validation && first.results.qat_validation);
+    EXPECT_EQ(first.results.fp32_validation->values.at("eval_examples"), 6);
+    EXPECT_EQ(first.results.qat_validation->values.at("eval_examples"), 6);
+    EXPECT_EQ(first.results.fp32.values.at("eval_examples"), 32);
+    EXPECT_EQ(first.results.qat.values.at("eval_examples"), 32);
+    const CalibrationResult& calibration = first.results.calibration;
+    ASSERT_TRUE(calibration.fp32_validation);
+    EXPECT_EQ(calibration.fp32, first.results.fp32);  // the same float model on the same test set
+    const CalibratedMethod* chosen = nullptr;
+    for (const CalibratedMethod& m : calibration.methods) {
+        ASSERT_TRUE(m.validation) << m.name;
+        EXPECT_EQ(m.metrics.values.at("eval_examples"), 32) << m.name;
+        if (!chosen || m.validation->values.at("accuracy") > chosen->validation->values.at("accuracy")) chosen = &m;
+    }
+    EXPECT_EQ(calibration.best, chosen->name);
     // QAT started from the calibrated checkpoint: its config names it.
     EXPECT_EQ(load_checkpoint(list_checkpoints((out / "qat").string()).back()).config["model"]["init"],
               (out / "calibrate" / "percentile-99.99" / "model.h5").string());

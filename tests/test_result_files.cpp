@@ -33,7 +33,9 @@ CalibrationResult two_method_calibration() {
     r.quantization.calibration_examples = 16;
     r.fp32 = classification_metrics(0.875);
     r.methods = {{"max", classification_metrics(0.8125), "run/calibrate/max/model.h5"},
-                 {"entropy", classification_metrics(0.84375), "run/calibrate/entropy/model.h5"}};
+                 {"entropy", classification_metrics(0.84375), "run/calibrate/entropy/model.h5",
+                  classification_metrics(0.75)}};  // chosen on a validation set
+    r.fp32_validation = classification_metrics(0.8);
     r.best = "entropy";
     r.cost = {16, 2, 0.5, 0.75, 1.5, 0.125, 1.75};
     // A weight whose range represents it exactly: no noise, an infinite SQNR (null in JSON).
@@ -62,6 +64,7 @@ PipelineResults pipeline_results() {
     r.calibration = two_method_calibration();
     r.qat_from = "max";
     r.qat = classification_metrics(0.90625);
+    r.qat_validation = classification_metrics(0.6875);
     r.onnx = onnx_evaluations();
     return r;
 }
@@ -107,6 +110,9 @@ TEST(CalibrationFile, ReadsBackWhatWasWritten) {
     EXPECT_EQ(read.methods[1].name, "entropy");
     EXPECT_EQ(read.methods[1].metrics, written.methods[1].metrics);
     EXPECT_EQ(read.methods[1].checkpoint, written.methods[1].checkpoint);
+    EXPECT_EQ(read.methods[1].validation, written.methods[1].validation);
+    EXPECT_FALSE(read.methods[0].validation);
+    EXPECT_EQ(read.fp32_validation, written.fp32_validation);
     EXPECT_EQ(read.best, "entropy");
     EXPECT_EQ(read.quantization.calibration_examples, 16);
     EXPECT_EQ(read.cost.ranges_seconds_all_methods, 0.125);
@@ -202,6 +208,8 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
     const PipelineResults read = pipeline_results_from_json(read_json_file(path), path);
     EXPECT_EQ(read.config, written.config);
     EXPECT_EQ(read.qat, written.qat);
+    EXPECT_EQ(read.qat_validation, written.qat_validation);
+    EXPECT_FALSE(read.fp32_validation);
     EXPECT_EQ(read.qat_from, "max");
     EXPECT_EQ(read.calibration.best, "entropy");
     ASSERT_TRUE(read.onnx);

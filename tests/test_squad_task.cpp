@@ -196,6 +196,44 @@ TEST(SquadTask, SplitsTrainFilesByArticleBeforeLimiting) {
     EXPECT_EQ(scores, reference->evaluate(8));
 }
 
+// A validation split sets aside articles of the training part as split_squad_by_article does,
+// after the evaluation split: a task given the three parts as files sees the same training
+// windows, and scores the same on validation and on test.
+TEST(SquadTask, ValidationSplitHoldsOutArticlesOfTheTrainingPart) {
+    QDQ_REQUIRE_DATA_FILE(kDev);
+    QDQ_REQUIRE_DATA_FILE(kVocab);
+    const ScratchDir scratch("qdq_squad_validation");
+    const std::string& dir = scratch.path;
+    const SquadSplit test_split = split_squad_by_article(dev_questions(), 0.25, 7);
+    const SquadSplit validation_split = split_squad_by_article(test_split.train, 0.2, 9);
+    EXPECT_EQ(titles_of(validation_split.eval).size(), 7u);  // round(0.2 x 36 articles)
+    for (const std::string& title : titles_of(validation_split.eval)) EXPECT_EQ(titles_of(validation_split.train).count(title), 0u);
+
+    const nlohmann::json limits = {{"max_train_examples", 24}, {"max_eval_examples", 30}};
+    nlohmann::json settings = {{"train_files", {kDev}}, {"squad_eval_fraction", 0.25}, {"squad_split_seed", 7u},
+                               {"validation_fraction", 0.2}, {"validation_seed", 9u}};
+    settings.update(limits);
+    std::unique_ptr<Task> task = make_task(squad_config(settings), {});
+    write_squad(dir + "/train.json", validation_split.train);
+    write_squad(dir + "/validation.json", validation_split.eval);
+    write_squad(dir + "/test.json", test_split.eval);
+    auto reference = [&](const char* eval_file) {
+        nlohmann::json parts = {{"train_files", {dir + "/train.json"}}, {"eval_files", {dir + "/" + eval_file}}};
+        parts.update(limits);
+        return make_task(squad_config(parts), {});
+    };
+    std::unique_ptr<Task> on_validation = reference("validation.json"), on_test = reference("test.json");
+    EXPECT_EQ(task->train_lengths(), on_validation->train_lengths());
+    const nlohmann::json validation_scores = task->evaluate(8);
+    EXPECT_EQ(validation_scores, on_validation->evaluate(8));
+    task->select_eval_set(EvalSplit::Test);
+    EXPECT_EQ(task->evaluate(8), on_test->evaluate(8));
+    task->select_eval_set(EvalSplit::Validation);
+    EXPECT_EQ(task->evaluate(8), validation_scores);
+    EXPECT_NE(error_of([&] { on_test->select_eval_set(EvalSplit::Validation); }).find("without a validation split"),
+              std::string::npos);
+}
+
 // 8 questions from 8 articles to train on, and 32 questions of those articles to score (the 8
 // and 24 unseen), so that a trained model's scores are neither all 0 nor all 100.
 class TrainedSquadTask : public ::testing::Test {

@@ -61,6 +61,7 @@ public:
         return inner_->score(outputs, batch_size);
     }
     std::string main_metric() const override { return inner_->main_metric(); }
+    void select_eval_set(EvalSplit set) override { inner_->select_eval_set(set); }
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
         return inner_->predict(path, batch_size);
     }

@@ -60,6 +60,18 @@ Examples read_files(const RunConfig& config, const std::vector<std::string>& fil
     return out;
 }
 
+// The examples at `indices` of `all`, in that order.
+Examples take(const Examples& all, const std::vector<size_t>& indices) {
+    Examples out;
+    for (size_t i : indices) {
+        out.examples.push_back(all.examples[i]);
+        out.encodings.push_back(all.encodings[i]);
+        out.labels.push_back(all.labels[i]);
+        out.lengths.push_back(all.lengths[i]);
+    }
+    return out;
+}
+
 nn::BertInputs inputs_of(const Batch& batch) {
     return {batch.input_ids, batch.token_type_ids, batch.attention_mask};
 }
@@ -74,14 +86,25 @@ public:
           tokenizer_(task_tokenizer(config)) {
         init_task_model(model_, model_.bert, config, data);
         const DataSettings& d = config.data;
-        if (data.train) {
+        const bool split = d.validation_fraction > 0;
+        if (data.train || (data.eval && split)) {
             if (d.train_files.empty()) throw std::runtime_error(config.source + ": data.train_files is empty");
-            train_ = read_files(config, d.train_files, d.max_train_examples, tokenizer_, true);
-            if (config.distillation) teacher_ = make_teacher<nn::BertForSequenceClassification>(config, model_config_);
+            Examples all = read_files(config, d.train_files, d.max_train_examples, tokenizer_, true);
+            if (split) {
+                const SplitIndices parts = validation_split(all.examples.size(), d.validation_fraction, d.validation_seed);
+                evals_.other = take(all, parts.validation);
+                train_ = take(all, parts.train);
+            } else {
+                train_ = std::move(all);
+            }
+            if (data.train && config.distillation)
+                teacher_ = make_teacher<nn::BertForSequenceClassification>(config, model_config_);
         }
         if (data.eval) {
             if (d.eval_files.empty()) throw std::runtime_error(config.source + ": data.eval_files is empty");
-            eval_ = read_files(config, d.eval_files, d.max_eval_examples, tokenizer_, true);
+            evals_.active = read_files(config, d.eval_files, d.max_eval_examples, tokenizer_, true);
+            evals_.has_validation = split;
+            if (split) evals_.select(EvalSplit::Validation);
         }
     }
 
@@ -105,29 +128,30 @@ public:
         return score(run_model(eval_inputs(batch_size)), batch_size);
     }
 
-    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(eval_, batch_size); }
+    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(evals_.active, batch_size); }
 
     nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
-        const std::vector<std::vector<int64_t>> batches = eval_batches(eval_.lengths, batch_size);
+        const std::vector<std::vector<int64_t>> batches = eval_batches(evals_.active.lengths, batch_size);
         check_outputs(outputs, batches, {"logits"});
         NoGradGuard no_grad;
-        std::vector<int32_t> predicted(eval_.labels.size());
+        std::vector<int32_t> predicted(evals_.active.labels.size());
         double loss_sum = 0;
         for (size_t b = 0; b < batches.size(); ++b) {
             const Tensor& logits = outputs[b].at("logits");
             std::vector<int32_t> labels;
-            for (int64_t i : batches[b]) labels.push_back(eval_.labels[(size_t)i]);
+            for (int64_t i : batches[b]) labels.push_back(evals_.active.labels[(size_t)i]);
             const Tensor loss = nn::BertForSequenceClassification::loss(logits, from_ints({(int64_t)labels.size()}, labels));
             loss_sum += (double)loss.item() * (double)labels.size();
             for (size_t r = 0; r < batches[b].size(); ++r) predicted[(size_t)batches[b][r]] = argmax_row(logits, r);
         }
-        ClassificationMetrics m = classification_metrics(eval_.labels, predicted, model_config_.num_labels);
+        ClassificationMetrics m = classification_metrics(evals_.active.labels, predicted, model_config_.num_labels);
         return {{"accuracy", m.accuracy},
-                {"eval_loss", eval_.labels.empty() ? 0.0 : loss_sum / (double)eval_.labels.size()},
+                {"eval_loss", evals_.active.labels.empty() ? 0.0 : loss_sum / (double)evals_.active.labels.size()},
                 {"eval_examples", m.total}};
     }
 
     std::string main_metric() const override { return "accuracy"; }
+    void select_eval_set(EvalSplit set) override { evals_.select(set); }
 
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
         Examples data = read_files(config_, {path}, -1, tokenizer_, false);
@@ -195,7 +219,8 @@ private:
     nn::BertForSequenceClassification model_;
     std::unique_ptr<nn::BertForSequenceClassification> teacher_;  // with a distillation section, for training
     WordPieceTokenizer tokenizer_;
-    Examples train_, eval_;
+    Examples train_;
+    EvalSets<Examples> evals_;
 };
 
 }  // namespace

@@ -109,6 +109,8 @@ DataSettings parse_data_settings(const nlohmann::json& section, const std::strin
     data.read("max_eval_examples", d.max_eval_examples);
     data.read("squad_eval_fraction", d.squad_eval_fraction);
     data.read("squad_split_seed", d.squad_split_seed);
+    data.read("validation_fraction", d.validation_fraction);
+    data.read("validation_seed", d.validation_seed);
     data.read("mlm_probability", d.mlm_probability);
     data.finish();
     resolve_files(data, "train_files", d, d.train_files);
@@ -120,6 +122,7 @@ DataSettings parse_data_settings(const nlohmann::json& section, const std::strin
     if (d.task == "squad" && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
         data.fail("doc_stride", "must be in (0, max_seq_length)");
     if (d.squad_eval_fraction < 0 || d.squad_eval_fraction >= 1) data.fail("squad_eval_fraction", "must be in [0, 1)");
+    if (!(d.validation_fraction >= 0 && d.validation_fraction < 1)) data.fail("validation_fraction", "must be in [0, 1)");
     if (d.mlm_probability <= 0 || d.mlm_probability >= 1) data.fail("mlm_probability", "must be in (0, 1)");
     return d;
 }
@@ -213,6 +216,8 @@ PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const st
     pipeline.read("onnx_threads", p.onnx_threads);
     if (p.onnx_threads < 0) pipeline.fail("onnx_threads", "must not be negative");
     pipeline.read_choice("sensitivity", p.sensitivity, kSensitivityNames);
+    pipeline.read("validation_fraction", p.validation_fraction);
+    if (!(p.validation_fraction >= 0 && p.validation_fraction < 1)) pipeline.fail("validation_fraction", "must be in [0, 1)");
     pipeline.finish();
     return p;
 }
@@ -336,6 +341,11 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"metric_for_best_model", t.metric_for_best_model},
           {"group_by_length", t.group_by_length}, {"bf16", t.bf16}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
+    // Only when used: the configs of runs without a validation split stay as they were.
+    if (d.validation_fraction > 0) {
+        j["data"]["validation_fraction"] = d.validation_fraction;
+        j["data"]["validation_seed"] = d.validation_seed;
+    }
     if (c.quantization) j["quantization"] = quantization_config_to_json(*c.quantization);
     if (c.distillation) {
         j["distillation"] = {{"temperature", c.distillation->temperature}, {"alpha", c.distillation->alpha}};
@@ -348,7 +358,8 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
                      {"onnx_target", qdq_target_name(p.onnx_target)},
                      {"onnx", p.onnx},
                      {"onnx_threads", p.onnx_threads},
-                     {"sensitivity", name_of_choice(p.sensitivity, kSensitivityNames)}};
+                     {"sensitivity", name_of_choice(p.sensitivity, kSensitivityNames)},
+                     {"validation_fraction", p.validation_fraction}};
     return j;
 }
 

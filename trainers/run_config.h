@@ -6,7 +6,9 @@
 //               headerless_nli, sick, rte, sst2, imdb), train_files, eval_files, data_dir,
 //               vocab, do_lower_case, max_seq_length, doc_stride, max_train_examples,
 //               max_eval_examples, squad_eval_fraction + squad_split_seed (train and eval on
-//               one SQuAD file split by article), mlm_probability
+//               one SQuAD file split by article), validation_fraction + validation_seed (that
+//               share of the training examples, SQuAD's by article, held out and evaluated on
+//               instead of eval_files), mlm_probability
 //   "training": output_dir, seed, per_device_train_batch_size, per_device_eval_batch_size,
 //               gradient_accumulation_steps, num_train_epochs, max_steps, learning_rate,
 //               weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm,
@@ -26,8 +28,10 @@
 //               or a method name such as "percentile-99.99"), onnx_target ("onnxruntime-cpu" or
 //               "tensorrt"), onnx (false skips export and its evaluation in ONNX Runtime),
 //               onnx_threads (ONNX Runtime's intra-op threads; 0: its default, one per core),
-//               sensitivity ("none", "layers" or "quantizers": calibrate's sweep)
-//               — app/pipeline.h
+//               sensitivity ("none", "layers" or "quantizers": calibrate's sweep),
+//               validation_fraction (0.1: every stage's data.validation_fraction; choices are
+//               made on that validation set and eval_files, the test set, is only reported; 0
+//               chooses on the test set as before) — app/pipeline.h
 // "base": a config file (path relative to this one) whose keys this file overrides, key by key
 // as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
 // QAT config is its FP32 config plus a quantization section and a few training keys.
@@ -88,6 +92,11 @@ struct DataSettings {
     int64_t max_eval_examples = -1;
     double squad_eval_fraction = 0;  // > 0: split train_files by article, eval on that part
     uint64_t squad_split_seed = 42;
+    // > 0: that share of the training examples (SQuAD: articles) is a validation set, which the
+    // run evaluates on instead of eval_files (trainers/task.h); the pipeline sets it from
+    // pipeline.validation_fraction
+    double validation_fraction = 0;
+    uint64_t validation_seed = 42;
     double mlm_probability = 0.15;
 };
 
@@ -135,6 +144,9 @@ struct PipelineSettings {
     bool onnx = true;
     int onnx_threads = 0;
     Sensitivity sensitivity = Sensitivity::layers;
+    // The share of the training examples every stage holds out as its validation set, on which
+    // the best checkpoint and calibration are chosen; the test set (eval_files) is only reported.
+    double validation_fraction = 0.1;
 };
 
 // Knowledge distillation from a teacher model (trainers/distillation.h).

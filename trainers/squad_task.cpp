@@ -9,7 +9,8 @@
 // split_squad_by_article sets aside from data.train_files (eval_files must then be empty: two
 // sources for one evaluation set would leave a reader of the config guessing which was used).
 // max_train_examples and max_eval_examples count questions (example_subset's, so not all from
-// the file's first articles) and apply after the split.
+// the file's first articles) and apply after the split. A validation split (data.validation_fraction)
+// sets aside articles of the training part in the same way; max_eval_examples applies to it too.
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -113,34 +114,48 @@ public:
         init_task_model(model_, model_.bert, config, data);
         if (data.train && config.distillation) teacher_ = make_teacher<nn::BertForQuestionAnswering>(config, model_config_);
         const DataSettings& d = config.data;
-        const bool split = d.squad_eval_fraction > 0;
+        const bool split = d.squad_eval_fraction > 0, validation = d.validation_fraction > 0;
         if (split && !d.eval_files.empty())
             throw std::runtime_error(config.source +
                                      ": data.squad_eval_fraction > 0 takes the evaluation set from "
                                      "data.train_files; data.eval_files must then be empty");
-        if ((data.train || (data.eval && split)) && d.train_files.empty())
-            throw std::runtime_error(config.source + ": data.train_files is empty");
+        const bool read_train = data.train || (data.eval && (split || validation));
+        if (read_train && d.train_files.empty()) throw std::runtime_error(config.source + ": data.train_files is empty");
         if (data.eval && !split && d.eval_files.empty())
             throw std::runtime_error(config.source + ": data.eval_files is empty");
 
-        if (split && (data.train || data.eval)) {
-            SquadFiles files = read_files(d.train_files);
-            SquadSplit parts = split_squad_by_article(files.examples, d.squad_eval_fraction, d.squad_split_seed);
-            check_part(parts.train, data.train, "training");
-            check_part(parts.eval, data.eval, "evaluation");
-            if (data.train)
-                train_ = make_features(config, tokenizer_, std::move(parts.train), d.max_train_examples, files);
-            if (data.eval)
-                eval_ = make_features(config, tokenizer_, std::move(parts.eval), d.max_eval_examples, files);
-            return;
-        }
-        if (data.train) {
-            SquadFiles files = read_files(d.train_files);
-            train_ = make_features(config, tokenizer_, std::move(files.examples), d.max_train_examples, files);
+        SquadFiles files;
+        std::vector<SquadExample> test;
+        if (read_train) {
+            files = read_files(d.train_files);
+            std::vector<SquadExample> training = std::move(files.examples);
+            if (split) {
+                SquadSplit parts = split_squad_by_article(training, d.squad_eval_fraction, d.squad_split_seed);
+                check_part(parts.train, data.train, "training");
+                check_part(parts.eval, data.eval, "evaluation");
+                training = std::move(parts.train);
+                test = std::move(parts.eval);
+            }
+            if (validation) {
+                SquadSplit parts = split_squad_by_article(training, d.validation_fraction, d.validation_seed);
+                if (parts.train.empty() || parts.eval.empty())
+                    throw std::runtime_error(config.source + ": data.validation_fraction " +
+                                             std::to_string(d.validation_fraction) + " leaves no article for " +
+                                             (parts.eval.empty() ? "validation" : "training"));
+                training = std::move(parts.train);
+                if (data.eval)
+                    evals_.other = make_features(config, tokenizer_, std::move(parts.eval), d.max_eval_examples, files);
+            }
+            if (data.train) train_ = make_features(config, tokenizer_, std::move(training), d.max_train_examples, files);
         }
         if (data.eval) {
-            SquadFiles files = read_files(d.eval_files);
-            eval_ = make_features(config, tokenizer_, std::move(files.examples), d.max_eval_examples, files);
+            if (!split) {
+                files = read_files(d.eval_files);
+                test = std::move(files.examples);
+            }
+            evals_.active = make_features(config, tokenizer_, std::move(test), d.max_eval_examples, files);
+            evals_.has_validation = validation;
+            if (validation) evals_.select(EvalSplit::Validation);
         }
     }
 
@@ -172,20 +187,21 @@ public:
         return score(run_model(eval_inputs(batch_size)), batch_size);
     }
 
-    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(eval_, batch_size); }
+    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(evals_.active, batch_size); }
 
     nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
-        const std::vector<SquadPrediction> predicted = answers(eval_, batch_size, outputs);
+        const std::vector<SquadPrediction> predicted = answers(evals_.active, batch_size, outputs);
         std::unordered_map<std::string, std::string> by_id;
-        for (size_t i = 0; i < predicted.size(); ++i) by_id[eval_.examples[i].id] = predicted[i].text;
-        const SquadEvaluation e = squad_v1_evaluate(eval_.examples, by_id);
+        for (size_t i = 0; i < predicted.size(); ++i) by_id[evals_.active.examples[i].id] = predicted[i].text;
+        const SquadEvaluation e = squad_v1_evaluate(evals_.active.examples, by_id);
         return {{"exact_match", e.score.exact_match},
                 {"f1", e.score.f1},
                 {"eval_examples", e.total},
-                {"eval_windows", (int64_t)eval_.windows.size()}};
+                {"eval_windows", (int64_t)evals_.active.windows.size()}};
     }
 
     std::string main_metric() const override { return "f1"; }
+    void select_eval_set(EvalSplit set) override { evals_.select(set); }
 
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
         SquadFiles files = read_files({path});
@@ -259,7 +275,8 @@ private:
     nn::BertForQuestionAnswering model_;
     std::unique_ptr<nn::BertForQuestionAnswering> teacher_;  // with a distillation section, for training
     WordPieceTokenizer tokenizer_;
-    Features train_, eval_;
+    Features train_;
+    EvalSets<Features> evals_;
 };
 
 }  // namespace

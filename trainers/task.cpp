@@ -1,6 +1,7 @@
 #include "trainers/task.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -82,12 +83,15 @@ void check_outputs(const std::vector<NamedOutputs>& outputs, const std::vector<s
         }
 }
 
-std::vector<size_t> example_subset(size_t count, int64_t limit) {
+namespace {
+
+// `limit` of `count` indices drawn with `seed`, in order (all of them when limit < 0 or >= count).
+std::vector<size_t> seeded_subset(size_t count, int64_t limit, uint64_t seed) {
     std::vector<size_t> all(count);
     std::iota(all.begin(), all.end(), 0);
     if (limit < 0 || (size_t)limit >= count) return all;
     // A partial Fisher-Yates shuffle picks the subset; sorting restores file order.
-    Rng rng(0x737562736574ull);
+    Rng rng(seed);
     for (size_t i = 0; i < (size_t)limit; ++i) {
         size_t j = i + (size_t)(rng.next_u64() % (count - i));
         std::swap(all[i], all[j]);
@@ -95,6 +99,25 @@ std::vector<size_t> example_subset(size_t count, int64_t limit) {
     all.resize((size_t)limit);
     std::sort(all.begin(), all.end());
     return all;
+}
+
+}  // namespace
+
+std::vector<size_t> example_subset(size_t count, int64_t limit) { return seeded_subset(count, limit, 0x737562736574ull); }
+
+SplitIndices validation_split(size_t count, double fraction, uint64_t seed) {
+    const int64_t held = std::llround(fraction * (double)count);
+    if (held < 1 || held >= (int64_t)count)
+        throw std::runtime_error("data.validation_fraction " + std::to_string(fraction) + " of " +
+                                 std::to_string(count) + " training examples leaves " +
+                                 (held < 1 ? "no validation example" : "no training example"));
+    SplitIndices out;
+    out.validation = seeded_subset(count, held, seed);
+    std::vector<bool> is_validation(count, false);
+    for (size_t i : out.validation) is_validation[i] = true;
+    for (size_t i = 0; i < count; ++i)
+        if (!is_validation[i]) out.train.push_back(i);
+    return out;
 }
 
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {

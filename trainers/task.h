@@ -9,7 +9,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +34,12 @@ struct TaskData {
     bool eval = true;
     bool weights = true;
 };
+
+// With data.validation_fraction > 0 a seeded share of the training examples (SQuAD: of their
+// articles) is held out of training as the validation set; the task then has two evaluation
+// sets, validation and test (data.eval_files), and evaluates on validation until
+// select_eval_set says otherwise.
+enum class EvalSplit { Validation, Test };
 
 // A model's outputs for one batch, by the names the ONNX export gives them (onnx/onnx_export.h):
 // "logits", or "start_logits" and "end_logits".
@@ -73,6 +81,9 @@ public:
     virtual nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) = 0;
     // The metric the best model is chosen by when the config names none.
     virtual std::string main_metric() const = 0;
+    // Which set evaluate(), eval_inputs() and score() use, for a task made with a validation
+    // split (data.validation_fraction); without one only Test exists, and Validation throws.
+    virtual void select_eval_set(EvalSplit set) = 0;
 
     // Predictions for the examples of `path` (read as the task reads its eval files), as JSON:
     // classification [{"id", "label", "probabilities"}...], SQuAD {"<question id>": "answer"}
@@ -120,6 +131,30 @@ void check_outputs(const std::vector<NamedOutputs>& outputs, const std::vector<s
 // files such as IMDB's are sorted by label. The fixed seed keeps an eval subset the same across
 // runs and training seeds.
 std::vector<size_t> example_subset(size_t count, int64_t limit);
+
+// The validation split of `count` examples: round(fraction · count) of them drawn with `seed`
+// (as example_subset draws), in file order; `train` gets the rest. Throws, naming
+// data.validation_fraction, when either part would be empty.
+struct SplitIndices {
+    std::vector<size_t> train, validation;
+};
+SplitIndices validation_split(size_t count, double fraction, uint64_t seed);
+
+// The two evaluation sets of a task with a validation split: `active` is the one selected,
+// `other` the other; select swaps them. Tasks evaluate on `active` alone.
+template <typename Set>
+struct EvalSets {
+    Set active{}, other{};
+    bool has_validation = false;
+    EvalSplit selected = EvalSplit::Test;
+
+    void select(EvalSplit set) {
+        if (set == selected) return;
+        if (!has_validation) throw std::runtime_error("this task was made without a validation split");
+        std::swap(active, other);
+        selected = set;
+    }
+};
 
 std::unique_ptr<Task> make_classification_task(const RunConfig& config, const TaskData& data);
 std::unique_ptr<Task> make_squad_task(const RunConfig& config, const TaskData& data);

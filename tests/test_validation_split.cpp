@@ -1,0 +1,68 @@
+// The validation split (data.validation_fraction, trainers/task.h): the draw itself, and a
+// classification task that trains on the rest and evaluates on the held-out examples until told
+// to evaluate on the test set (data.eval_files). SQuAD's split by article: test_squad_task.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/expect_error.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
+#include "trainers/run_config.h"
+#include "trainers/task.h"
+
+using namespace qdq;
+using namespace qdq::testing;
+
+TEST(ValidationSplit, DrawsTheFractionDisjointInFileOrder) {
+    const SplitIndices a = validation_split(100, 0.1, 42);
+    ASSERT_EQ(a.validation.size(), 10u);
+    ASSERT_EQ(a.train.size(), 90u);
+    EXPECT_TRUE(std::is_sorted(a.validation.begin(), a.validation.end()));
+    EXPECT_TRUE(std::is_sorted(a.train.begin(), a.train.end()));
+    std::vector<size_t> all = a.train;
+    all.insert(all.end(), a.validation.begin(), a.validation.end());
+    std::sort(all.begin(), all.end());
+    std::vector<size_t> expected(100);
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(all, expected);  // disjoint, and together every example
+    EXPECT_EQ(validation_split(100, 0.1, 42).validation, a.validation);
+    EXPECT_NE(validation_split(100, 0.1, 43).validation, a.validation);
+    EXPECT_NE(a.validation, std::vector<size_t>(expected.begin(), expected.begin() + 10));  // drawn, not the first
+    expect_error([] { validation_split(100, 0.004, 42); }, {"data.validation_fraction", "no validation example"});
+    expect_error([] { validation_split(1, 0.6, 42); }, {"data.validation_fraction", "no training example"});
+}
+
+TEST(ValidationSplit, ClassificationTrainsOnTheRestAndEvaluatesOnValidationThenTest) {
+    TempDir dir;
+    write_task_files(dir);  // 64 training examples, 32 to evaluate
+    nlohmann::json raw = tiny_config(dir, "run");
+    raw["data"]["validation_fraction"] = 0.25;
+    std::unique_ptr<Task> task = make_task(parse_run_config(raw, "run.json", "."), {true, true});
+    EXPECT_EQ(task->train_size(), 48);
+    EXPECT_EQ(task->evaluate(16)["eval_examples"], 16);
+    task->select_eval_set(EvalSplit::Test);
+    const nlohmann::json test = task->evaluate(16);
+    EXPECT_EQ(test["eval_examples"], 32);
+    task->select_eval_set(EvalSplit::Validation);
+    EXPECT_EQ(task->evaluate(16)["eval_examples"], 16);
+
+    // The test set is the task's without a split, which has no validation set.
+    raw["data"].erase("validation_fraction");
+    std::unique_ptr<Task> plain = make_task(parse_run_config(raw, "run.json", "."), {true, true});
+    EXPECT_EQ(plain->train_size(), 64);
+    EXPECT_EQ(plain->evaluate(16), test);
+    expect_error([&] { plain->select_eval_set(EvalSplit::Validation); }, {"without a validation split"});
+
+    // The validation examples come out of training: training lengths are the rest's.
+    raw["data"]["validation_fraction"] = 0.25;
+    const SplitIndices parts = validation_split(64, 0.25, 42);
+    std::vector<int32_t> expected;
+    for (size_t i : parts.train) expected.push_back(plain->train_lengths()[i]);
+    EXPECT_EQ(task->train_lengths(), expected);
+    raw["data"]["validation_fraction"] = 1.0;
+    expect_error([&] { parse_run_config(raw, "run.json", "."); }, {"run.json", "data.validation_fraction", "[0, 1)"});
+}
