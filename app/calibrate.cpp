@@ -143,6 +143,22 @@ TwoSets evaluate_both(Task& task, bool split, int64_t batch_size) {
     return {test, validation};
 }
 
+// The method whose ranges the sweep keeps for the rest, and its metric: options.sweep_method,
+// else the best.
+std::pair<CalibrationMethod, double> sweep_method(const CalibrationResult& result, const CalibrateOptions& options,
+                                                  const CalibrationMethod& best, double best_value,
+                                                  const std::string& metric, const std::string& source) {
+    if (!options.sweep_method || *options.sweep_method == result.best) return {best, best_value};
+    for (const CalibrationMethod& m : standard_calibration_methods()) {
+        if (calibration_method_name(m) != *options.sweep_method) continue;
+        const CalibratedMethod* done = find_method(result, *options.sweep_method);
+        if (!done) break;
+        return {m, metric_value(done->validation.value_or(done->metrics), metric, source)};
+    }
+    throw std::runtime_error(source + ": the sensitivity sweep's method '" + *options.sweep_method +
+                             "' was not calibrated");
+}
+
 }  // namespace
 
 std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& config, bool all_methods) {
@@ -214,10 +230,11 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
                    .total_ratio = (collect_seconds + ranges_seconds) / plain_seconds};
 
     if (options.sensitivity != Sensitivity::none) {
-        load_activation_ranges(model, *best);
+        const auto [swept, baseline] = sweep_method(result, options, *best, best_value, metric, config.source);
+        load_activation_ranges(model, swept);
         apply_range_options(task.encoder(), qc);
-        result.sensitivity = SensitivitySweep{
-            result.best, best_value, sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source)};
+        result.sensitivity = SensitivitySweep{calibration_method_name(swept), baseline,
+                                              sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source)};
     }
     write_json_file(out_dir + "/calibration.json", calibration_result_to_json(result));
     write_calibration_report(out_dir, result);

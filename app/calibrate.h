@@ -13,6 +13,7 @@
 //   calibration_report.md    the same for people, with plots/*.svg (app/calibration_report.h)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct CalibrateOptions {
     // Every method of the PTQ table (the pipeline's choice); else quantization.calibrator at
     // quantization.percentile, as HF's quant_trainer --calibrator and --percentile choose.
     bool all_methods = false;
+    // The method whose ranges the sensitivity sweep keeps for the rest; none: the best one.
+    std::optional<std::string> sweep_method{};
 };
 
 // The methods calibrate runs: the configured one, or the six of the PTQ table.

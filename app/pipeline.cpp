@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "app/accuracy_budget.h"
 #include "app/calibrate.h"
 #include "app/export.h"
 #include "app/onnx_evaluation.h"
@@ -110,6 +111,22 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunCo
     return onnx;
 }
 
+// The accuracy budget's search, kept in calibrate/budget.json so that a rerun does not repeat it.
+AccuracyBudgetResult budget_stage(const RunConfig& calib, const CalibrationResult& calibration, const std::string& method,
+                                  double budget) {
+    const std::string done = calib.training.output_dir + "/budget.json";
+    if (fs::exists(done)) {
+        AccuracyBudgetResult r = accuracy_budget_from_json(read_json_file(done), "", done);
+        if (r.budget == budget && r.method == method) return r;
+    }
+    std::cerr << "pipeline: accuracy budget of " << budget << " points -> " << done << "\n";
+    AccuracyBudgetResult r = fit_accuracy_budget(calib, calibration, method, budget);
+    std::cerr << "pipeline: " << r.float_quantizers.size() << " quantizers left in float, " << r.loss
+              << " points below FP32" << (r.held ? "\n" : " (the budget does not hold with every sweep row in float)\n");
+    write_json_file(done, accuracy_budget_to_json(r));
+    return r;
+}
+
 }  // namespace
 
 RunConfig fp32_stage_config(const RunConfig& config) {
@@ -162,6 +179,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
         CalibrateOptions options;
         options.sensitivity = config.pipeline.sensitivity;
         options.all_methods = true;  // the PTQ rows of the results table
+        if (config.pipeline.calibration != "best") options.sweep_method = config.pipeline.calibration;
         results.calibration = calibrate(calib, *task, options);
     }
     results.qat_from = config.pipeline.calibration == "best" ? results.calibration.best : config.pipeline.calibration;
@@ -169,7 +187,15 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     if (!method)
         throw std::runtime_error(config.source + ": pipeline.calibration: no calibration method '" + results.qat_from + "'");
 
-    const RunConfig qat = qat_stage_config(config, method->checkpoint);
+    std::string qat_init = method->checkpoint;
+    if (config.pipeline.accuracy_budget) {
+        results.budget = budget_stage(calib, results.calibration, results.qat_from, *config.pipeline.accuracy_budget);
+        qat_init = results.budget->checkpoint;
+    }
+    RunConfig qat = qat_stage_config(config, qat_init);
+    if (results.budget)
+        for (const std::string& pattern : exact_name_patterns(results.budget->float_quantizers))
+            qat.quantization->disable.push_back(pattern);
     std::optional<StageMetrics> qat_metrics = train_stage(qat, "qat");
     if (!qat_metrics) return {false, results};
     results.qat = qat_metrics->test;

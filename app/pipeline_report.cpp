@@ -46,6 +46,20 @@ std::string choices_sentence(const RunConfig& config, const PipelineResults& res
            ", held out of training; every number above is the test set's.";
 }
 
+// What the accuracy budget left in float, and whether that was enough.
+std::string budget_sentence(const PipelineResults& results) {
+    if (!results.budget) return "";
+    const AccuracyBudgetResult& b = *results.budget;
+    std::string rows;
+    for (const std::string& row : b.left_in_float) rows += (rows.empty() ? "" : ", ") + row;
+    return " Accuracy budget " + fixed(b.budget, 2) + " points: " +
+           (b.left_in_float.empty() ? std::string("the PTQ model was within it, nothing left in float")
+                                    : std::to_string(b.float_quantizers.size()) + " quantizers left in float (" + rows +
+                                          "), " + fixed(b.loss, 2) + " points below FP32 where chosen" +
+                                          (b.held ? "" : ", which is still over the budget")) +
+           "; QAT and the INT8 export leave the same ones out.";
+}
+
 void write_pipeline_report(const RunConfig& config, const PipelineResults& results) {
     const std::string dir = config.training.output_dir;
     fs::create_directories(dir + "/plots");
@@ -77,7 +91,7 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
           " training examples, collecting at " + fixed(c.collect_ratio, 2) +
           "x the CPU time of a plain pass over them. QAT from the " + results.qat_from +
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
-          " of the FP32 learning rate. " + choices_sentence(config, results) +
+          " of the FP32 learning rate. " + choices_sentence(config, results) + budget_sentence(results) +
           " Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
           "\n![" + metrics.back() + " by stage](plots/metric_by_stage.svg)\n![FP32 training](plots/fp32_loss.svg)\n"
           "![QAT training](plots/qat_loss.svg)\n";

@@ -1,5 +1,7 @@
 #include "app/pipeline_results.h"
 
+#include "app/pipeline_report.h"
+
 #include <stdexcept>
 
 namespace qdq {
@@ -21,6 +23,10 @@ void add_prefixed(Metrics& summary, const std::string& prefix, const Metrics& me
 std::vector<PipelineRow> pipeline_rows(const PipelineResults& r) {
     std::vector<PipelineRow> rows = {{"FP32", r.fp32, {}, {}}};
     for (const CalibratedMethod& m : r.calibration.methods) rows.push_back({"PTQ " + m.name, m.metrics, {}, {}});
+    if (r.budget)
+        rows.push_back({"PTQ " + r.budget->method + " within " + fixed(r.budget->budget, 2) + " points (" +
+                            std::to_string(r.budget->float_quantizers.size()) + " quantizers in float)",
+                        r.budget->metrics, {}, {}});
     rows.push_back({"QAT (from " + r.qat_from + ")", r.qat, {}, {}});
     if (r.onnx)
         for (const OnnxEvaluation* e : {&r.onnx->fp32, &r.onnx->int8})
@@ -60,6 +66,7 @@ json pipeline_results_to_json(const PipelineResults& r) {
               {"qat_from", r.qat_from},
               {"qat", metrics_to_json(r.qat)},
               {"summary", metrics_to_json(pipeline_summary(r))}};
+    if (r.budget) j["accuracy_budget"] = accuracy_budget_to_json(*r.budget);
     if (r.fp32_validation) j["fp32_validation"] = metrics_to_json(*r.fp32_validation);
     if (r.qat_validation) j["qat_validation"] = metrics_to_json(*r.qat_validation);
     if (r.onnx) j["onnx"] = onnx_stage_to_json(*r.onnx);
@@ -76,6 +83,8 @@ PipelineResults pipeline_results_from_json(const json& j, const std::string& sou
     r.qat = metrics_from_json(required_section(f, "qat"), "qat", source);
     r.fp32_validation = optional_metrics(f, "fp32_validation");
     r.qat_validation = optional_metrics(f, "qat_validation");
+    if (f.has("accuracy_budget"))
+        r.budget = accuracy_budget_from_json(f.section("accuracy_budget"), f.path_of("accuracy_budget"), source);
     if (f.has("onnx")) {
         f.ignore("onnx");
         r.onnx = onnx_stage_from_json(j.at("onnx"), "onnx", source);

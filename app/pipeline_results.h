@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/accuracy_budget.h"
 #include "app/calibration_result.h"
 #include "app/onnx_evaluation.h"
 #include "app/result_fields.h"
@@ -31,6 +32,7 @@ struct PipelineResults {
     Metrics fp32{};                   // the FP32 run's final evaluation
     std::optional<Metrics> fp32_validation{};
     CalibrationResult calibration{};  // calibrate/calibration.json
+    std::optional<AccuracyBudgetResult> budget{};  // with pipeline.accuracy_budget
     std::string qat_from{};           // the calibration method QAT started from
     Metrics qat{};                    // the QAT run's final evaluation
     std::optional<Metrics> qat_validation{};
@@ -44,7 +46,8 @@ struct PipelineRow {
     std::optional<double> latency_ms{}, ms_per_example{};  // the ONNX Runtime rows
 };
 
-// FP32, PTQ by each calibration method, QAT, then the ONNX Runtime evaluations when there are.
+// FP32, PTQ by each calibration method, PTQ within the accuracy budget when there is one, QAT,
+// then the ONNX Runtime evaluations when there are.
 std::vector<PipelineRow> pipeline_rows(const PipelineResults& results);
 
 // Every stage's metrics in one flat map, for sweeps over pipelines (app/sweep.h): fp32_<metric>,

@@ -8,9 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 
+#include "app/accuracy_budget.h"
 #include "app/pipeline.h"
 #include "app/pipeline_results.h"
+#include "io/hdf5_weights.h"
 #include "json/json_file.h"
 #include "nn/heads.h"
 #include "onnx/onnx_runtime.h"
@@ -170,4 +173,70 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_EQ(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
     ASSERT_TRUE(second.finished);
     EXPECT_EQ(pipeline_summary(second.results), summary);
+}
+
+TEST(AccuracyBudget, ExactNamePatternsMatchOnlyTheirNames) {
+    const std::vector<std::string> patterns =
+        exact_name_patterns({"bert.encoder.layer.0.output.dense._input_quantizer"});
+    ASSERT_EQ(patterns.size(), 1u);
+    const std::regex r(patterns[0]);
+    EXPECT_TRUE(std::regex_search("bert.encoder.layer.0.output.dense._input_quantizer", r));
+    EXPECT_FALSE(std::regex_search("bert.encoder.layer.0.output.dense._input_quantizer2", r));
+    EXPECT_FALSE(std::regex_search("bert.encoder.layer.0Xoutput.dense._input_quantizer", r));  // '.' escaped
+}
+
+// 2-bit weights (per tensor) and activations by entropy calibration lose far more than a budget of 0 points: quantizers go to float, most sensitive
+// first by the sweep, until the loss is gone or none is left; QAT then has none of them.
+TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "pipe");
+    raw["training"]["max_steps"] = 60;  // a float model that has learned the task
+    raw["quantization"] = {{"calibration_examples", 16},
+                           {"weight", {{"num_bits", 2}}},
+                           {"per_tensor_weights", true},
+                           {"input", {{"num_bits", 2}, {"calib_method", "histogram"}}}};
+    raw["pipeline"] = {{"onnx", false}, {"sensitivity", "quantizers"}, {"accuracy_budget", 0.0},
+                       {"calibration", "entropy"}, {"validation_fraction", 0.25}, {"qat_num_train_epochs", 0.25}};
+    const RunConfig config = parse_run_config(raw, "pipe.json", ".");
+    const PipelineOutcome outcome = run_pipeline(config);
+    ASSERT_TRUE(outcome.finished);
+    ASSERT_TRUE(outcome.results.budget);
+    const AccuracyBudgetResult& b = *outcome.results.budget;
+    const CalibrationResult& calibration = outcome.results.calibration;
+    ASSERT_TRUE(calibration.sensitivity);
+    EXPECT_EQ(calibration.sensitivity->method, "entropy");  // swept under the ranges QAT starts from
+    const double fp32 = 100 * calibration.fp32_validation->values.at("accuracy");
+    const double ptq = 100 * find_method(calibration, "entropy")->validation->values.at("accuracy");
+    EXPECT_EQ(b.method, "entropy");  // the method QAT starts from
+    ASSERT_GT(fp32 - ptq, 0.0) << "2-bit quantization should lose accuracy here";
+    ASSERT_FALSE(b.left_in_float.empty());
+    // The rows in float are the sweep's highest, in its order (ties kept in sweep order).
+    std::vector<SensitivityRow> rows = calibration.sensitivity->rows;
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.value > y.value; });
+    for (size_t i = 0; i < b.left_in_float.size(); ++i) EXPECT_EQ(b.left_in_float[i], rows[i].left_in_float);
+    EXPECT_EQ(b.float_quantizers, b.left_in_float);  // by quantizer: one each
+    EXPECT_EQ(b.held, b.loss <= 0.0);
+    ASSERT_TRUE(b.validation);
+    EXPECT_NEAR(b.loss, fp32 - 100 * b.validation->values.at("accuracy"), 1e-9);
+    // QAT started from the budget's checkpoint, without those quantizers or their ranges.
+    const NamedTensors qat = load_hdf5_weights((dir.path() / "pipe" / "qat" / "model.h5").string()).tensors;
+    size_t ranges = 0;
+    for (const NamedTensor& t : qat) {
+        ranges += t.name.ends_with("._amax");
+        for (const std::string& name : b.float_quantizers) EXPECT_NE(t.name, name + "._amax");
+    }
+    EXPECT_EQ(ranges, 20 - b.float_quantizers.size());
+    EXPECT_TRUE(fs::exists(dir.path() / "pipe" / "calibrate" / "budget.json"));
+    const std::string md = (dir.path() / "pipe" / "results.md").string();
+    std::ifstream in(md);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("quantizers left in float"), std::string::npos);
+    // A budget needs the sweep, and is refused without one before anything runs.
+    raw["pipeline"]["sensitivity"] = "none";
+    expect_error([&] { parse_run_config(raw, "pipe.json", "."); },
+                 {"pipe.json", "pipeline.accuracy_budget", "pipeline.sensitivity"});
+    raw["pipeline"]["sensitivity"] = "layers";
+    raw["pipeline"]["accuracy_budget"] = -1;
+    expect_error([&] { parse_run_config(raw, "pipe.json", "."); }, {"pipe.json", "pipeline.accuracy_budget", ">= 0"});
 }

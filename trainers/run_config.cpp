@@ -218,6 +218,17 @@ PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const st
     pipeline.read_choice("sensitivity", p.sensitivity, kSensitivityNames);
     pipeline.read("validation_fraction", p.validation_fraction);
     if (!(p.validation_fraction >= 0 && p.validation_fraction < 1)) pipeline.fail("validation_fraction", "must be in [0, 1)");
+    if (pipeline.has("accuracy_budget") && !section.at("accuracy_budget").is_null()) {
+        double budget = 0;
+        pipeline.read("accuracy_budget", budget);
+        if (!(budget >= 0) || !std::isfinite(budget)) pipeline.fail("accuracy_budget", "must be a number of points >= 0");
+        p.accuracy_budget = budget;
+        if (p.sensitivity == Sensitivity::none)
+            pipeline.fail("accuracy_budget", "leaves quantizers in float by calibrate's sensitivity sweep: "
+                                             "pipeline.sensitivity must be layers or quantizers");
+    } else {
+        pipeline.ignore("accuracy_budget");
+    }
     pipeline.finish();
     return p;
 }
@@ -359,7 +370,8 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
                      {"onnx", p.onnx},
                      {"onnx_threads", p.onnx_threads},
                      {"sensitivity", name_of_choice(p.sensitivity, kSensitivityNames)},
-                     {"validation_fraction", p.validation_fraction}};
+                     {"validation_fraction", p.validation_fraction},
+                     {"accuracy_budget", p.accuracy_budget ? nlohmann::json(*p.accuracy_budget) : nlohmann::json()}};
     return j;
 }
 

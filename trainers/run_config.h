@@ -31,7 +31,9 @@
 //               sensitivity ("none", "layers" or "quantizers": calibrate's sweep),
 //               validation_fraction (0.1: every stage's data.validation_fraction; choices are
 //               made on that validation set and eval_files, the test set, is only reported; 0
-//               chooses on the test set as before) — app/pipeline.h
+//               chooses on the test set as before), accuracy_budget (points the PTQ model may
+//               lose; beyond them the most sensitive quantizers stay in float, for QAT and the
+//               export too: app/accuracy_budget.h) — app/pipeline.h
 // "base": a config file (path relative to this one) whose keys this file overrides, key by key
 // as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
 // QAT config is its FP32 config plus a quantization section and a few training keys.
@@ -147,6 +149,9 @@ struct PipelineSettings {
     // The share of the training examples every stage holds out as its validation set, on which
     // the best checkpoint and calibration are chosen; the test set (eval_files) is only reported.
     double validation_fraction = 0.1;
+    // Points of the task's metric the quantized model may lose against FP32 before quantizers
+    // are left in float (app/accuracy_budget.h); none: every quantizer stays.
+    std::optional<double> accuracy_budget;
 };
 
 // Knowledge distillation from a teacher model (trainers/distillation.h).

@@ -1,0 +1,145 @@
+#include "app/accuracy_budget.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "app/pipeline_report.h"
+#include "autograd/matmul_precision.h"
+#include "trainers/checkpoint.h"
+#include "trainers/run_precision.h"
+#include "trainers/task.h"
+
+namespace qdq {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Quantizers = std::vector<std::pair<std::string, TensorQuantizer*>>;
+
+// The quantizers of one sweep row: "layer N" is every quantizer of encoder layer N, any other
+// row one quantizer by its full name.
+std::vector<std::pair<std::string, TensorQuantizer*>> quantizers_of(const std::string& row, const Quantizers& all) {
+    const bool layer = row.rfind("layer ", 0) == 0;
+    const std::string tag = layer ? "encoder.layer." + row.substr(6) + "." : row;
+    Quantizers out;
+    for (const auto& named : all)
+        if (layer ? named.first.find(tag) != std::string::npos : named.first == tag) out.push_back(named);
+    return out;
+}
+
+// The rows most sensitive first: the metric with the row in float, highest first.
+std::vector<SensitivityRow> by_sensitivity(std::vector<SensitivityRow> rows) {
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const SensitivityRow& a, const SensitivityRow& b) { return a.value > b.value; });
+    return rows;
+}
+
+// The chosen method's checkpoint config, with the float set disabled, and its state without
+// their ranges: what QAT starts from.
+void save_budget_checkpoint(nn::Module& model, const std::string& method_checkpoint, const AccuracyBudgetResult& r) {
+    nlohmann::json config = checkpoint_run_config(method_checkpoint);
+    for (const std::string& pattern : exact_name_patterns(r.float_quantizers))
+        config["quantization"]["disable"].push_back(pattern);
+    NamedTensors state = model.state_dict();
+    std::erase_if(state, [&](const NamedTensor& t) {
+        return std::any_of(r.float_quantizers.begin(), r.float_quantizers.end(),
+                           [&](const std::string& q) { return t.name == q + "._amax"; });
+    });
+    fs::create_directories(fs::path(r.checkpoint).parent_path());
+    save_checkpoint(r.checkpoint, {state, {}, {}, config});
+}
+
+}  // namespace
+
+std::vector<std::string> exact_name_patterns(const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    for (const std::string& name : names) {
+        std::string pattern = "^";
+        for (char c : name) {
+            if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) pattern += '\\';
+            pattern += c;
+        }
+        out.push_back(pattern + "$");
+    }
+    return out;
+}
+
+AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const CalibrationResult& calibration,
+                                         const std::string& method_name, double budget) {
+    const std::string where = calibrate.source + ": pipeline.accuracy_budget";
+    if (!calibration.sensitivity)
+        throw std::runtime_error(where + " leaves quantizers in float by calibrate's sensitivity sweep: "
+                                         "pipeline.sensitivity must be layers or quantizers");
+    if (calibration.metric.ends_with("loss"))
+        throw std::runtime_error(where + " counts points of a metric that grows as the model improves, not " +
+                                 calibration.metric);
+    const CalibratedMethod* method = find_method(calibration, method_name);
+    if (!method) throw std::runtime_error(where + ": calibration holds no method '" + method_name + "'");
+    RunConfig c = calibrate;
+    c.model.init = method->checkpoint;
+    MatmulPrecisionGuard precision(run_matmul_precision(c.training));
+    std::unique_ptr<Task> task = make_task(c, {.train = false, .eval = true});
+    const Quantizers quantizers = task->model().named_quantizers();
+    const int64_t batch_size = c.training.per_device_eval_batch_size;
+    const std::string& metric = calibration.metric;
+    const double fp32 = percent(calibration.fp32_validation.value_or(calibration.fp32), metric);
+
+    AccuracyBudgetResult r{.budget = budget, .method = method_name};
+    r.checkpoint = c.training.output_dir + "/budget/model.h5";
+    Metrics checked = method->validation.value_or(method->metrics);
+    r.loss = fp32 - percent(checked, metric);
+    for (const SensitivityRow& row : by_sensitivity(calibration.sensitivity->rows)) {
+        if (r.loss <= budget) break;
+        for (const auto& [name, q] : quantizers_of(row.left_in_float, quantizers)) {
+            q->mode = QuantMode::Disabled;
+            r.float_quantizers.push_back(name);
+        }
+        r.left_in_float.push_back(row.left_in_float);
+        checked = task_metrics(task->evaluate(batch_size));
+        r.loss = fp32 - percent(checked, metric);
+    }
+    r.held = r.loss <= budget;
+    if (c.data.validation_fraction > 0) {
+        r.validation = checked;
+        task->select_eval_set(EvalSplit::Test);
+        r.metrics = task_metrics(task->evaluate(batch_size));
+    } else {
+        r.metrics = checked;
+    }
+    save_budget_checkpoint(task->model(), method->checkpoint, r);
+    return r;
+}
+
+nlohmann::json accuracy_budget_to_json(const AccuracyBudgetResult& r) {
+    nlohmann::json j = {{"budget", r.budget},
+                        {"method", r.method},
+                        {"loss", r.loss},
+                        {"held", r.held},
+                        {"left_in_float", r.left_in_float},
+                        {"float_quantizers", r.float_quantizers},
+                        {"metrics", metrics_to_json(r.metrics)},
+                        {"checkpoint", r.checkpoint}};
+    if (r.validation) j["validation"] = metrics_to_json(*r.validation);
+    return j;
+}
+
+AccuracyBudgetResult accuracy_budget_from_json(const nlohmann::json& j, const std::string& path,
+                                               const std::string& source) {
+    JsonFields f(j, path, source);
+    AccuracyBudgetResult r;
+    read_real(f, j, "budget", r.budget);
+    read_required(f, "method", r.method);
+    read_real(f, j, "loss", r.loss);
+    read_required(f, "held", r.held);
+    read_required(f, "left_in_float", r.left_in_float);
+    read_required(f, "float_quantizers", r.float_quantizers);
+    r.metrics = metrics_from_json(required_section(f, "metrics"), f.path_of("metrics"), source);
+    r.validation = optional_metrics(f, "validation");
+    read_required(f, "checkpoint", r.checkpoint);
+    f.finish();
+    return r;
+}
+
+}  // namespace qdq

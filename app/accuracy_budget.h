@@ -1,0 +1,51 @@
+// The accuracy budget (pipeline.accuracy_budget: points of the task's metric, e.g. 0.5): when
+// the chosen calibration loses more than the budget against the float model, quantizers are left
+// in float, the most sensitive first by calibrate's sweep (a layer's quantizers, or one
+// quantizer, as pipeline.sensitivity chose), until the loss is within the budget, as Intel
+// Neural Compressor's accuracy-aware tuning falls back op by op. QAT and the export then leave
+// out the same quantizers, so ONNX Runtime and TensorRT run those ops in float.
+//
+// The budget is checked where every choice is made: on the validation split when the pipeline
+// has one (data.validation_fraction), else on the test set; the result's `metrics` are the test
+// set's. A point is a percentage point of accuracy, or one of exact match and F1.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/calibration_result.h"
+#include "app/result_fields.h"
+#include "trainers/run_config.h"
+
+namespace qdq {
+
+struct AccuracyBudgetResult {
+    double budget = 0;
+    std::string method{};                         // the calibration whose ranges the rest keep
+    double loss = 0;                              // points below FP32 where it was checked
+    bool held = false;                            // false: every sweep row in float was not enough
+    std::vector<std::string> left_in_float{};     // sweep rows, in the order they were added
+    std::vector<std::string> float_quantizers{};  // those rows' quantizers, by full name
+    Metrics metrics{};                            // test set, the float set left out
+    std::optional<Metrics> validation{};
+    std::string checkpoint{};  // budget/model.h5: the ranges of the quantizers that stay
+};
+
+// Runs the search on the model calibrated by `method` (the one QAT starts from), whose config is
+// `calibrate` (the pipeline's calibrate stage); writes <output_dir>/budget/model.h5.
+// Needs calibration's sensitivity sweep and a metric that grows as the model improves; errors
+// name pipeline.accuracy_budget.
+AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const CalibrationResult& calibration,
+                                         const std::string& method, double budget);
+
+// quantization.disable patterns that match exactly these quantizers (full names).
+std::vector<std::string> exact_name_patterns(const std::vector<std::string>& names);
+
+nlohmann::json accuracy_budget_to_json(const AccuracyBudgetResult& result);
+AccuracyBudgetResult accuracy_budget_from_json(const nlohmann::json& j, const std::string& path,
+                                               const std::string& source);
+
+}  // namespace qdq
