@@ -31,6 +31,7 @@
 #include "quant/fake_quant.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/quant_fixture_params.h"
 
 using namespace qdq;
 using namespace qdq::testing;
@@ -47,13 +48,6 @@ const std::vector<std::string> kFakeQuantCases = {
     "per_tensor_unsigned",    "per_tensor_4bit",       "per_channel_axis0",
     "per_channel_axis1",      "per_channel_last_axis"};
 
-QuantParams fixture_params(const nlohmann::json& c) {
-    const nlohmann::json& p = c.at("params");
-    QuantParams params{p.at("num_bits").get<int>(), p.at("unsigned").get<bool>(),
-                       p.at("narrow_range").get<bool>()};
-    if (!p.at("axis").is_null()) params.axis = p.at("axis").get<int64_t>();
-    return params;
-}
 
 // The amax that applies to each element of x.
 std::vector<float> amax_per_element(const Tensor& x, const Tensor& amax, const QuantParams& p) {
@@ -74,7 +68,7 @@ struct FakeQuantRun {
 FakeQuantRun run_case(const nlohmann::json& c) {
     FakeQuantRun r;
     r.x = fixture_tensor(c, "x").set_requires_grad();
-    r.out = fake_quant(r.x, fixture_tensor(c, "amax"), fixture_params(c));
+    r.out = fake_quant(r.x, fixture_tensor(c, "amax"), fixture_quant_params(c));
     backward(r.out, fixture_tensor(c, "w"));
     r.grad = r.x.grad();
     return r;
@@ -104,7 +98,7 @@ TEST_P(FakeQuantFixture, EqualsPqElementForElement) {
 
 TEST_P(FakeQuantFixture, DiffersFromTorchOnlyAtTiesByAnUlpOrPastAmax) {
     const nlohmann::json& c = quant_fixture().at(GetParam());
-    QuantParams p = fixture_params(c);
+    QuantParams p = fixture_quant_params(c);
     FakeQuantRun r = run_case(c);
     std::vector<float> x = r.x.to_vector(), out = r.out.to_vector(), grad = r.grad.to_vector();
     std::vector<float> ref = fixture_tensor(c, "torch_out").to_vector();

@@ -22,6 +22,7 @@
 #include "tests/support/expect_error.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/quant_fixture_params.h"
 
 using namespace qdq;
 using namespace qdq::testing;
@@ -34,12 +35,8 @@ const Fixture& lsq_fixture() {
 }
 
 QuantParams lsq_params(const nlohmann::json& c) {
-    const nlohmann::json& p = c.at("params");
-    QuantParams params{.num_bits = p.at("num_bits").get<int>(),
-                       .unsigned_ = p.at("unsigned").get<bool>(),
-                       .narrow_range = p.at("narrow_range").get<bool>(),
-                       .learn_step_size = true};
-    if (!p.at("axis").is_null()) params.axis = p.at("axis").get<int64_t>();
+    QuantParams params = fixture_quant_params(c);
+    params.learn_step_size = true;
     return params;
 }
 
