@@ -6,7 +6,8 @@
 //    and divides by the scale (an ulp or two); the step gradient is torch's float32 sum against
 //    our double one.
 //  - the forward is plain fake quantization's, bit for bit;
-//  - the step gradient by hand on a few values, with the gradient scale 1/sqrt(N·Q_P);
+//  - the step gradient by hand on a few values, with the gradient scale 1/sqrt(N·Q_P), and
+//    against central differences where the output is smooth in the step (every x clipped);
 //  - the descriptor key, its exclusion of learn_amax, and the quantizer's learned amax.
 #include <gtest/gtest.h>
 
@@ -115,4 +116,26 @@ TEST(Lsq, QuantizerLearnsAPerChannelAmax) {
     ASSERT_EQ(g.size(), 2u);
     EXPECT_NE(g[0], 0.0f);
     EXPECT_NE(g[1], 0.0f);
+}
+
+// Where every x lies past the range, y = s·Q_P or s·(−Q_N) is linear in the step, so the step's
+// true derivative exists: LSQ's gradient is it times the gradient scale g (central differences).
+TEST(Lsq, StepGradientIsTheScaledDerivativeWhereTheOutputIsSmooth) {
+    const std::vector<float> values = {5.0f, -6.5f, 9.0f, -3.2f, 4.4f, -7.0f};
+    Tensor x = from_vector({2, 3}, values);
+    Tensor w = random_tensor({2, 3}, 12);
+    const QuantParams params{.num_bits = 4, .learn_step_size = true};
+    const double a = 2.0, h = 1e-2;
+    Tensor amax = full({}, (float)a).set_requires_grad();
+    backward(fake_quant(x, amax, params), w);
+    auto weighted_sum = [&](double amax_value) {
+        const std::vector<float> y = fake_quant(x, full({}, (float)amax_value), {.num_bits = 4}).to_vector();
+        double s = 0;
+        for (size_t i = 0; i < y.size(); ++i) s += (double)w.to_vector()[i] * y[i];
+        return s;
+    };
+    const double derivative = (weighted_sum(a + h) - weighted_sum(a - h)) / (2 * h);
+    const double g = 1.0 / std::sqrt(6.0 * 7.0);
+    EXPECT_NEAR(amax.grad().item(), g * derivative, 1e-5);
+    EXPECT_NE(derivative, 0.0);
 }
