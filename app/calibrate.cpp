@@ -128,13 +128,8 @@ std::vector<SensitivityRow> sensitivity_rows(Task& task, const Quantizers& quant
 }
 
 // The model as it is, on the test set and, with a validation split, on validation (which the
-// task is left on): {test, validation}.
-struct TwoSets {
-    Metrics test;
-    std::optional<Metrics> validation;
-};
-
-TwoSets evaluate_both(Task& task, bool split, int64_t batch_size) {
+// task is left on).
+TestAndValidation evaluate_both(Task& task, bool split, int64_t batch_size) {
     if (!split) return {task_metrics(task.evaluate(batch_size)), std::nullopt};
     const Metrics validation = task_metrics(task.evaluate(batch_size));
     task.select_eval_set(EvalSplit::Test);
@@ -185,7 +180,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     // With a validation split the method is chosen, and the sensitivity swept, on validation.
     const bool split = config.data.validation_fraction > 0;
     set_quant_mode(model, QuantMode::Disabled);
-    const TwoSets fp32 = evaluate_both(task, split, batch_size);
+    const TestAndValidation fp32 = evaluate_both(task, split, batch_size);
     result.fp32 = fp32.test;
     result.fp32_validation = fp32.validation;
     std::cerr << "calibrate: fp32 " << metric << " " << metric_value(result.fp32, metric, config.source) << "\n";
@@ -207,7 +202,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         apply_range_options(task.encoder(), qc);
         ranges_seconds += now_seconds() - start;
         add_method_stats(result.quantizers, quantizers, name);
-        const TwoSets metrics = evaluate_both(task, split, batch_size);
+        const TestAndValidation metrics = evaluate_both(task, split, batch_size);
         const double value = metric_value(metrics.validation.value_or(metrics.test), metric, config.source);
         std::cerr << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
         QuantizationConfig saved = qc;

@@ -29,12 +29,6 @@ RunConfig stage(const RunConfig& config, const std::string& name) {
     return c;
 }
 
-// A trained stage's final model on the test set and, with a validation split, on validation.
-struct StageMetrics {
-    Metrics test;
-    std::optional<Metrics> validation;
-};
-
 // The stage's model.h5 evaluated afresh on the test set alone (the run itself evaluated on
 // validation); kept in test_results.json, so that a rerun does not repeat it.
 Metrics test_metrics(const RunConfig& stage) {
@@ -53,7 +47,7 @@ Metrics test_metrics(const RunConfig& stage) {
 
 // Trains `config` unless its output directory already holds the finished model. Returns the
 // final metrics, or none when the run was interrupted.
-std::optional<StageMetrics> train_stage(const RunConfig& config, const char* name) {
+std::optional<TestAndValidation> train_stage(const RunConfig& config, const char* name) {
     const std::string results = config.training.output_dir + "/eval_results.json";
     Metrics final_metrics;
     if (fs::exists(config.training.output_dir + "/model.h5") && fs::exists(results)) {
@@ -69,8 +63,8 @@ std::optional<StageMetrics> train_stage(const RunConfig& config, const char* nam
         if (outcome.status == TrainStatus::interrupted) return std::nullopt;
         final_metrics = task_metrics(outcome.metrics);
     }
-    if (config.data.validation_fraction == 0) return StageMetrics{final_metrics, std::nullopt};
-    return StageMetrics{test_metrics(config), final_metrics};
+    if (config.data.validation_fraction == 0) return TestAndValidation{final_metrics, std::nullopt};
+    return TestAndValidation{test_metrics(config), final_metrics};
 }
 
 // Both models as deployed: exported, then evaluated and timed in ONNX Runtime. The rows are kept
@@ -164,7 +158,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     PipelineResults results{.config = run_config_to_json(config)};
 
     const RunConfig fp32 = fp32_stage_config(config);
-    std::optional<StageMetrics> fp32_metrics = train_stage(fp32, "fp32");
+    std::optional<TestAndValidation> fp32_metrics = train_stage(fp32, "fp32");
     if (!fp32_metrics) return {false, results};
     results.fp32 = fp32_metrics->test;
     results.fp32_validation = fp32_metrics->validation;
@@ -196,7 +190,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     if (results.budget)
         for (const std::string& pattern : exact_name_patterns(results.budget->float_quantizers))
             qat.quantization->disable.push_back(pattern);
-    std::optional<StageMetrics> qat_metrics = train_stage(qat, "qat");
+    std::optional<TestAndValidation> qat_metrics = train_stage(qat, "qat");
     if (!qat_metrics) return {false, results};
     results.qat = qat_metrics->test;
     results.qat_validation = qat_metrics->validation;

@@ -33,6 +33,13 @@ nlohmann::json metrics_to_json(const Metrics& metrics);
 Metrics metrics_from_json(const nlohmann::json& j, const std::string& path, const std::string& source);
 // What Task::evaluate and Task::score return, as Metrics.
 Metrics task_metrics(const nlohmann::json& evaluation);
+// One model's metrics on the test set and, when the run holds out a validation split
+// (data.validation_fraction), on that split, where its choices were made.
+struct TestAndValidation {
+    Metrics test{};
+    std::optional<Metrics> validation{};
+};
+
 // The metrics at `key` of the object `f` reads, or none when the key is absent (the validation
 // metrics of runs without a validation split).
 std::optional<Metrics> optional_metrics(JsonFields& f, const char* key);
