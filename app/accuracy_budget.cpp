@@ -53,6 +53,18 @@ void save_budget_checkpoint(nn::Module& model, const std::string& method_checkpo
 
 }  // namespace
 
+FloatSetSearch search_float_set(const std::vector<SensitivityRow>& sweep, double initial_loss, double budget,
+                                const std::function<double(const std::string& row)>& loss_after_adding) {
+    FloatSetSearch search{.loss = initial_loss};
+    for (const SensitivityRow& row : by_sensitivity(sweep)) {
+        if (search.loss <= budget) break;
+        search.loss = loss_after_adding(row.left_in_float);
+        search.rows.push_back(row.left_in_float);
+    }
+    search.held = search.loss <= budget;
+    return search;
+}
+
 std::vector<std::string> exact_name_patterns(const std::vector<std::string>& names) {
     std::vector<std::string> out;
     for (const std::string& name : names) {
@@ -89,18 +101,18 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     AccuracyBudgetResult r{.budget = budget, .method = method_name};
     r.checkpoint = c.training.output_dir + "/budget/model.h5";
     Metrics checked = method->validation.value_or(method->metrics);
-    r.loss = fp32 - percent(checked, metric);
-    for (const SensitivityRow& row : by_sensitivity(calibration.sensitivity->rows)) {
-        if (r.loss <= budget) break;
-        for (const auto& [name, q] : quantizers_of(row.left_in_float, quantizers)) {
-            q->mode = QuantMode::Disabled;
-            r.float_quantizers.push_back(name);
-        }
-        r.left_in_float.push_back(row.left_in_float);
-        checked = task_metrics(task->evaluate(batch_size));
-        r.loss = fp32 - percent(checked, metric);
-    }
-    r.held = r.loss <= budget;
+    const FloatSetSearch search =
+        search_float_set(calibration.sensitivity->rows, fp32 - percent(checked, metric), budget, [&](const std::string& row) {
+            for (const auto& [name, q] : quantizers_of(row, quantizers)) {
+                q->mode = QuantMode::Disabled;
+                r.float_quantizers.push_back(name);
+            }
+            checked = task_metrics(task->evaluate(batch_size));
+            return fp32 - percent(checked, metric);
+        });
+    r.left_in_float = search.rows;
+    r.loss = search.loss;
+    r.held = search.held;
     if (c.data.validation_fraction > 0) {
         r.validation = checked;
         task->select_eval_set(EvalSplit::Test);

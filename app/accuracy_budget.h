@@ -10,6 +10,7 @@
 // set's. A point is a percentage point of accuracy, or one of exact match and F1.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,17 @@ struct AccuracyBudgetResult {
 // name pipeline.accuracy_budget.
 AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const CalibrationResult& calibration,
                                          const std::string& method, double budget);
+
+// The search apart from the model: sweep rows go to float, the highest metric with the row in
+// float first (ties in sweep order), each after the last, while the loss is over the budget.
+// `loss_after_adding(row)` leaves one more row in float and returns the loss with all so far.
+struct FloatSetSearch {
+    std::vector<std::string> rows{};  // in the order they were added
+    double loss = 0;
+    bool held = false;
+};
+FloatSetSearch search_float_set(const std::vector<SensitivityRow>& sweep, double initial_loss, double budget,
+                                const std::function<double(const std::string& row)>& loss_after_adding);
 
 // quantization.disable patterns that match exactly these quantizers (full names).
 std::vector<std::string> exact_name_patterns(const std::vector<std::string>& names);

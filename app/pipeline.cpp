@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <vector>
 
 #include "app/accuracy_budget.h"
 #include "app/calibrate.h"
@@ -67,9 +68,21 @@ std::optional<TestAndValidation> train_stage(const RunConfig& config, const char
     return TestAndValidation{test_metrics(config), final_metrics};
 }
 
-// Both models as deployed: exported, then evaluated and timed in ONNX Runtime. The rows are kept
-// in onnx/evaluation.json, so a rerun does not repeat them.
-OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunConfig& qat) {
+// One model to export and evaluate in ONNX Runtime.
+struct OnnxModel {
+    const RunConfig& run;  // its stage's config: the quantizers it has
+    std::string checkpoint;
+    const char* file;
+    std::string row;
+    OnnxEvaluation& evaluation;
+};
+
+// The models as deployed: exported, then evaluated and timed in ONNX Runtime. `every` is the
+// PTQ checkpoint QAT started from when an accuracy budget left quantizers in float (else
+// empty): it is exported with every quantizer, for the float set's cost. The rows are kept in
+// onnx/evaluation.json, so a rerun does not repeat them.
+OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunConfig& qat, const RunConfig& calib,
+                     const std::string& every, const std::string& every_method) {
     const std::string dir = config.training.output_dir + "/onnx", done = dir + "/evaluation.json";
     if (fs::exists(done)) {
         std::cerr << "pipeline: onnx done before (" << dir << ")\n";
@@ -77,29 +90,29 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunCo
     }
     fs::create_directories(dir);
     const QdqTarget target = config.pipeline.onnx_target;
+    const std::string q_dq = std::string(qdq_target_name(target)) + " Q/DQ";
     OnnxEvaluationOptions options;
     options.batch_size = config.training.per_device_eval_batch_size;
     options.threads = config.pipeline.onnx_threads;
-    // Scoring needs only the test set, which both models share: one task reads it once.
+    // Scoring needs only the test set, which the models share: one task reads it once.
     RunConfig test = fp32;
     test.data.validation_fraction = 0;
     std::unique_ptr<Task> task = make_task(test, {.train = false, .weights = false});
     OnnxStage onnx;
-    const struct {
-        const RunConfig& run;
-        const char* file;
-        std::string model;
-        OnnxEvaluation& evaluation;
-    } stages[] = {{fp32, "model_fp32.onnx", "ONNX Runtime FP32", onnx.fp32},
-                  {qat, "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + std::string(qdq_target_name(target)) + " Q/DQ)",
-                   onnx.int8}};
-    for (const auto& s : stages) {
-        const std::string path = dir + "/" + s.file;
+    if (!every.empty()) onnx.int8_every.emplace();
+    std::vector<OnnxModel> models = {
+        {fp32, fp32.training.output_dir + "/model.h5", "model_fp32.onnx", "ONNX Runtime FP32", onnx.fp32},
+        {qat, qat.training.output_dir + "/model.h5", "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + q_dq + ")", onnx.int8}};
+    if (!every.empty())
+        models.push_back({calib, every, "model_int8_every.onnx",
+                          "ONNX Runtime INT8 (PTQ " + every_method + ", every quantizer, " + q_dq + ")", *onnx.int8_every});
+    for (const OnnxModel& m : models) {
+        const std::string path = dir + "/" + m.file;
         std::cerr << "pipeline: onnx -> " << path << "\n";
-        export_task_onnx(s.run, s.run.training.output_dir + "/model.h5", path, target);
-        s.evaluation = evaluate_onnx(*task, path, options);
-        s.evaluation.model = s.model;
-        s.evaluation.file = path;
+        export_task_onnx(m.run, m.checkpoint, path, target);
+        m.evaluation = evaluate_onnx(*task, path, options);
+        m.evaluation.model = m.row;
+        m.evaluation.file = path;
     }
     write_json_file(done, onnx_stage_to_json(onnx));
     return onnx;
@@ -195,7 +208,10 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     results.qat = qat_metrics->test;
     results.qat_validation = qat_metrics->validation;
 
-    if (config.pipeline.onnx) results.onnx = onnx_stage(config, fp32, qat);
+    if (config.pipeline.onnx) {
+        const bool float_set = results.budget && !results.budget->float_quantizers.empty();
+        results.onnx = onnx_stage(config, fp32, qat, calib, float_set ? method->checkpoint : "", results.qat_from);
+    }
     write_pipeline_report(config, results);
     return {true, results};
 }

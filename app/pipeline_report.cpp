@@ -46,7 +46,19 @@ std::string choices_sentence(const RunConfig& config, const PipelineResults& res
            ", held out of training; every number above is the test set's.";
 }
 
-// What the accuracy budget left in float, and whether that was enough.
+namespace {
+
+// What the float set costs in ONNX Runtime: the INT8 model's latency against every quantizer's.
+std::string float_set_latency_sentence(const PipelineResults& results) {
+    if (!results.onnx || !results.onnx->int8_every) return "";
+    const double with = results.onnx->int8.latency_ms, every = results.onnx->int8_every->latency_ms;
+    return " In ONNX Runtime at batch 1 the float set costs " + fixed(with - every, 2) + " ms (" +
+           fixed(100 * (with - every) / every, 1) + "%): " + fixed(with, 2) + " ms against " + fixed(every, 2) +
+           " ms with every quantizer in INT8.";
+}
+
+}  // namespace
+
 std::string budget_sentence(const PipelineResults& results) {
     if (!results.budget) return "";
     const AccuracyBudgetResult& b = *results.budget;
@@ -57,7 +69,7 @@ std::string budget_sentence(const PipelineResults& results) {
                                     : std::to_string(b.float_quantizers.size()) + " quantizers left in float (" + rows +
                                           "), " + fixed(b.loss, 2) + " points below FP32 where chosen" +
                                           (b.held ? "" : ", which is still over the budget")) +
-           "; QAT and the INT8 export leave the same ones out.";
+           "; QAT and the INT8 export leave the same ones out." + float_set_latency_sentence(results);
 }
 
 void write_pipeline_report(const RunConfig& config, const PipelineResults& results) {

@@ -19,6 +19,9 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
 std::vector<std::string> shown_metrics(const Metrics& fp32);
 // A shown metric in %: accuracy is kept as a fraction, SQuAD's scores already in %.
 double percent(const Metrics& metrics, const std::string& name);
+// The report's sentence on the accuracy budget: what stayed in float, how far below FP32 that
+// left PTQ, and with the ONNX stage what the float set costs in latency. Empty without a budget.
+std::string budget_sentence(const PipelineResults& results);
 // `v` with `digits` decimals, as the tables print numbers.
 std::string fixed(double v, int digits);
 

@@ -29,8 +29,8 @@ std::vector<PipelineRow> pipeline_rows(const PipelineResults& r) {
                         r.budget->metrics, {}, {}});
     rows.push_back({"QAT (from " + r.qat_from + ")", r.qat, {}, {}});
     if (r.onnx)
-        for (const OnnxEvaluation* e : {&r.onnx->fp32, &r.onnx->int8})
-            rows.push_back({e->model, e->metrics, e->latency_ms, e->ms_per_example});
+        for (const OnnxEvaluation* e : {&r.onnx->fp32, &r.onnx->int8, r.onnx->int8_every ? &*r.onnx->int8_every : nullptr})
+            if (e) rows.push_back({e->model, e->metrics, e->latency_ms, e->ms_per_example});
     return rows;
 }
 
@@ -44,19 +44,26 @@ Metrics pipeline_summary(const PipelineResults& r) {
         add_prefixed(summary, "onnx_int8_", r.onnx->int8.metrics);
         summary.values["onnx_fp32_latency_ms"] = r.onnx->fp32.latency_ms;
         summary.values["onnx_int8_latency_ms"] = r.onnx->int8.latency_ms;
+        if (r.onnx->int8_every) summary.values["onnx_int8_every_latency_ms"] = r.onnx->int8_every->latency_ms;
     }
     return summary;
 }
 
 json onnx_stage_to_json(const OnnxStage& onnx) {
-    return json::array({onnx_evaluation_to_json(onnx.fp32), onnx_evaluation_to_json(onnx.int8)});
+    json j = json::array({onnx_evaluation_to_json(onnx.fp32), onnx_evaluation_to_json(onnx.int8)});
+    if (onnx.int8_every) j.push_back(onnx_evaluation_to_json(*onnx.int8_every));
+    return j;
 }
 
 OnnxStage onnx_stage_from_json(const json& j, const std::string& path, const std::string& source) {
-    if (!j.is_array() || j.size() != 2)
+    if (!j.is_array() || j.size() < 2 || j.size() > 3)
         throw std::runtime_error(source + ": " + (path.empty() ? "the file" : "'" + path + "'") +
-                                 " must be a list of two evaluations, FP32 then INT8");
-    return {onnx_evaluation_from_json(j[0], path + "[0]", source), onnx_evaluation_from_json(j[1], path + "[1]", source)};
+                                 " must be a list of two evaluations, FP32 then INT8, and a third, INT8 with every "
+                                 "quantizer, after an accuracy budget");
+    OnnxStage onnx{onnx_evaluation_from_json(j[0], path + "[0]", source),
+                   onnx_evaluation_from_json(j[1], path + "[1]", source)};
+    if (j.size() == 3) onnx.int8_every = onnx_evaluation_from_json(j[2], path + "[2]", source);
+    return onnx;
 }
 
 json pipeline_results_to_json(const PipelineResults& r) {

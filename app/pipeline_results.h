@@ -17,10 +17,13 @@
 
 namespace qdq {
 
-// Both models as deployed; in the files, the list [fp32, int8].
+// The models as deployed; in the files, the list [fp32, int8] or [fp32, int8, int8_every].
 struct OnnxStage {
     OnnxEvaluation fp32{};
     OnnxEvaluation int8{};  // the QAT model with Q/DQ pairs
+    // With an accuracy budget that left quantizers in float: the PTQ model QAT started from with
+    // every quantizer in INT8, so that the float set's cost in latency can be read beside int8.
+    std::optional<OnnxEvaluation> int8_every{};
 };
 
 struct PipelineResults {

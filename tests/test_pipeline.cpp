@@ -185,6 +185,40 @@ TEST(AccuracyBudget, ExactNamePatternsMatchOnlyTheirNames) {
     EXPECT_FALSE(std::regex_search("bert.encoder.layer.0Xoutput.dense._input_quantizer", r));  // '.' escaped
 }
 
+// A hand-made sweep: the metric with each row in float, and what each row, added to the float
+// set, gives back of the loss. The search takes the rows highest first (ties in sweep order) and
+// stops at the first set within the budget.
+TEST(AccuracyBudget, SearchTakesTheSweepsHighestRowsUntilTheBudgetHolds) {
+    const std::vector<SensitivityRow> sweep = {
+        {"layer 0", 80.0}, {"layer 1", 83.5}, {"layer 2", 81.0}, {"layer 3", 83.5}, {"layer 4", 79.0}};
+    const std::map<std::string, double> gain = {
+        {"layer 0", 0.5}, {"layer 1", 1.5}, {"layer 2", 0.75}, {"layer 3", 1.25}, {"layer 4", 0.25}};
+    auto run = [&](double initial_loss, double budget) {
+        double loss = initial_loss;
+        std::vector<std::string> asked;
+        FloatSetSearch s = search_float_set(sweep, initial_loss, budget, [&](const std::string& row) {
+            asked.push_back(row);
+            return loss -= gain.at(row);
+        });
+        EXPECT_EQ(asked, s.rows);  // each row evaluated once, as it is added
+        return s;
+    };
+    FloatSetSearch s = run(4.0, 0.5);  // 4 - 1.5 - 1.25 = 1.25, - 0.75 = 0.5: three rows
+    EXPECT_EQ(s.rows, (std::vector<std::string>{"layer 1", "layer 3", "layer 2"}));
+    EXPECT_DOUBLE_EQ(s.loss, 0.5);
+    EXPECT_TRUE(s.held);
+    s = run(4.0, 1.25);
+    EXPECT_EQ(s.rows, (std::vector<std::string>{"layer 1", "layer 3"}));
+    s = run(0.3, 0.5);  // within the budget as calibrated: nothing in float, nothing evaluated
+    EXPECT_TRUE(s.rows.empty());
+    EXPECT_DOUBLE_EQ(s.loss, 0.3);
+    EXPECT_TRUE(s.held);
+    s = run(5.0, 0.5);  // every row gives back 4.25 of 5: all in float, and still over
+    EXPECT_EQ(s.rows, (std::vector<std::string>{"layer 1", "layer 3", "layer 2", "layer 0", "layer 4"}));
+    EXPECT_DOUBLE_EQ(s.loss, 0.75);
+    EXPECT_FALSE(s.held);
+}
+
 // 2-bit weights (per tensor) and activations by entropy calibration lose far more than a budget of 0 points: quantizers go to float, most sensitive
 // first by the sweep, until the loss is gone or none is left; QAT then has none of them.
 TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "app/calibration_result.h"
+#include "app/pipeline_report.h"
 #include "app/pipeline_results.h"
 #include "json/json_file.h"
 #include "tests/support/expect_error.h"
@@ -198,6 +199,44 @@ TEST(OnnxEvaluationFile, ReadsBackWhatWasWrittenAndHoldsTwoModels) {
     nlohmann::json no_latency = j;
     no_latency[1].erase("latency_ms");
     expect_error([&] { onnx_stage_from_json(no_latency, "", path); }, {path, "'[1].latency_ms'", "missing"});
+}
+
+// After an accuracy budget left quantizers in float, a third model: the PTQ one with every
+// quantizer in INT8, whose latency the report sets beside the INT8 model's.
+TEST(OnnxEvaluationFile, HoldsAThirdModelAfterABudgetAndTheReportGivesTheFloatSetsCost) {
+    TempDir dir;
+    const std::string path = (dir.path() / "evaluation.json").string();
+    OnnxStage onnx = onnx_evaluations();
+    onnx.int8_every = OnnxEvaluation{"ONNX Runtime INT8 (PTQ max, every quantizer, onnxruntime-cpu Q/DQ)",
+                                     "run/onnx/model_int8_every.onnx", classification_metrics(0.8125), 0.125, 0.5, 2};
+    write_json_file(path, onnx_stage_to_json(onnx));
+    const nlohmann::json j = read_json_file(path);
+    ASSERT_EQ(j.size(), 3u);
+    const OnnxStage read = onnx_stage_from_json(j, "", path);
+    ASSERT_TRUE(read.int8_every);
+    EXPECT_EQ(read.int8_every->file, "run/onnx/model_int8_every.onnx");
+    EXPECT_EQ(onnx_stage_to_json(read), j);
+    nlohmann::json four = j;
+    four.push_back(j[2]);
+    expect_error([&] { onnx_stage_from_json(four, "", path); }, {path, "two evaluations", "third"});
+
+    PipelineResults r = pipeline_results();
+    r.onnx = read;
+    r.budget = AccuracyBudgetResult{.budget = 0.5, .method = "max", .loss = 0.25, .held = true,
+                                    .left_in_float = {"layer 1"},
+                                    .float_quantizers = {"a._input_quantizer", "b._weight_quantizer"}};
+    const std::vector<PipelineRow> rows = pipeline_rows(r);
+    ASSERT_EQ(rows.size(), 8u);  // FP32, two PTQ, PTQ within the budget, QAT, three ONNX models
+    EXPECT_EQ(rows[4].model, "QAT (from max)");
+    EXPECT_EQ(rows[7].model, "ONNX Runtime INT8 (PTQ max, every quantizer, onnxruntime-cpu Q/DQ)");
+    EXPECT_EQ(rows[7].latency_ms, 0.5);
+    EXPECT_EQ(pipeline_summary(r).values.at("onnx_int8_every_latency_ms"), 0.5);
+    // 0.75 ms with two quantizers in float against 0.5 ms with none: 0.25 ms, 50%.
+    const std::string sentence = budget_sentence(r);
+    EXPECT_NE(sentence.find("2 quantizers left in float (layer 1)"), std::string::npos) << sentence;
+    EXPECT_NE(sentence.find("costs 0.25 ms (50.0%): 0.75 ms against 0.50 ms"), std::string::npos) << sentence;
+    r.onnx->int8_every.reset();
+    EXPECT_EQ(budget_sentence(r).find("costs"), std::string::npos);
 }
 
 TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
