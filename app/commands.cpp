@@ -14,6 +14,7 @@
 #include "app/hf_export.h"
 #include "app/pipeline.h"
 #include "json/json_fields.h"
+#include "parallel/communicator.h"
 #include "trainers/checkpoint.h"
 #include "trainers/run_precision.h"
 #include "trainers/trainer.h"
@@ -34,12 +35,12 @@ int run_train(const RunConfig& config, std::map<std::string, std::string>& optio
     TrainOutcome outcome = train(config, *task, train_options);
     switch (outcome.status) {
         case TrainStatus::diverged:
-            std::fprintf(stderr, "qdqtrain: %s\n", outcome.message.c_str());
+            if (world().is_root()) std::fprintf(stderr, "qdqtrain: %s\n", outcome.message.c_str());
             return 3;
         case TrainStatus::interrupted:
             return 130;
         case TrainStatus::finished:
-            std::printf("%s\n", outcome.metrics.dump().c_str());
+            if (world().is_root()) std::printf("%s\n", outcome.metrics.dump().c_str());
             return 0;
     }
     return 1;

@@ -17,6 +17,7 @@
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "cuda/backend.h"
+#include "parallel/communicator.h"
 
 namespace {
 
@@ -88,8 +89,10 @@ int run_command(const std::string& name, const Command& command, int argc, char*
         config = qdq::load_run_config(config_path, overrides);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
-        return 2;
+        return qdq::abort_world(2);
     }
+    if (qdq::world().size > 1 && name != "train")
+        throw std::runtime_error("runs in one process: under mpirun only 'train' is data parallel so far");
     return command.run(config, options);
 }
 
@@ -144,6 +147,6 @@ int main(int argc, char** argv) {
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
-        return 1;
+        return qdq::abort_world(1);
     }
 }

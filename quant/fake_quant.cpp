@@ -196,7 +196,7 @@ Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     });
 
     if (needs_grad({x, amax}))
-        record(y, [x, amax, split, p, lo, bound, scales = std::move(scales)](const Tensor& gy) {
+        record(y, {x, amax}, [x, amax, split, p, lo, bound, scales = std::move(scales)](const Tensor& gy) {
             const float* g = gy.f32();
             const float* px = x.f32();
             if (x.requires_grad()) {

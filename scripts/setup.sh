@@ -13,6 +13,7 @@ packages=(
   libhdf5-dev hdf5-tools nlohmann-json3-dev zlib1g-dev
   libgtest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-torch python3-onnx
 )
 

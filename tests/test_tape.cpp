@@ -2,6 +2,10 @@
 // Expected values are worked out by hand from the calculus, independent of the kernels.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <string>
+
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 
@@ -92,4 +96,40 @@ TEST(Tape, ExplicitRootGradientIsUsed) {
     Tensor a = from_vector({2}, {1, 2}).set_requires_grad();
     backward(mul(a, a), from_vector({2}, {10, 100}));  // 2a ⊙ g
     EXPECT_EQ(a.grad().to_vector(), (std::vector<float>{20, 400}));
+}
+
+// y = (a·b + c)·a: a is read by the first and the last node, b and c by the first alone. Walking
+// back, a's gradient is final only after the first node (the last to run), where b's and c's
+// also are; a leaf read by the last node only (d) is final first. At each report the gradient
+// must already be its final value, worked out by hand: d(Σ (a·b + c)·a·d)/da = (2ab + c)·d.
+TEST(Tape, ObserverReportsEachLeafOnceWhenItsGradientIsFinal) {
+    Tensor a = from_vector({2}, {1, 2}).set_requires_grad();
+    Tensor b = from_vector({2}, {3, 4}).set_requires_grad();
+    Tensor c = from_vector({2}, {5, 6}).set_requires_grad();
+    Tensor d = from_vector({2}, {7, 8}).set_requires_grad();
+    Tensor loss = sum_all(mul(mul(add(mul(a, b), c), a), d));
+    const size_t nodes = tape_size();
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<float>> at_report;
+    const std::map<const TensorImpl*, std::string> names = {{a.impl(), "a"}, {b.impl(), "b"}, {c.impl(), "c"}, {d.impl(), "d"}};
+    size_t done = 0;
+    backward(loss, BackwardObserver{[&](const Tensor& leaf) {
+                                        const std::string& name = names.at(leaf.impl());
+                                        order.push_back(name);
+                                        at_report[name] = leaf.grad().to_vector();
+                                    },
+                                    [&] { ++done; }});
+    EXPECT_EQ(done, nodes);
+    ASSERT_EQ(order.size(), 4u);
+    EXPECT_EQ(order[0], "d");
+    EXPECT_EQ(std::set<std::string>(order.begin() + 1, order.end()), (std::set<std::string>{"a", "b", "c"}));
+    for (const auto& [name, grad] : at_report) {
+        const Tensor& leaf = name == "a" ? a : name == "b" ? b : name == "c" ? c : d;
+        EXPECT_EQ(grad, leaf.grad().to_vector()) << name;
+    }
+    // By hand: a (2ab + c)d = (2·3 + 5)·7, (2·8 + 6)·8; b a²d; c a·d; d (ab + c)a.
+    EXPECT_EQ(a.grad().to_vector(), (std::vector<float>{77, 176}));
+    EXPECT_EQ(b.grad().to_vector(), (std::vector<float>{7, 32}));
+    EXPECT_EQ(c.grad().to_vector(), (std::vector<float>{7, 16}));
+    EXPECT_EQ(d.grad().to_vector(), (std::vector<float>{8, 28}));
 }

@@ -29,6 +29,10 @@ nlohmann::json state_to_json(const TrainerState& s) {
                         {"seconds", s.seconds},
                         {"num_input_tokens_seen", s.input_tokens_seen}};
     j["best_metric"] = s.best_metric ? nlohmann::json(*s.best_metric) : nlohmann::json();
+    if (!s.ranks.empty()) {
+        j["ranks"] = nlohmann::json::array();
+        for (const RankRngs& r : s.ranks) j["ranks"].push_back({{"dropout_rng", r.dropout_rng}, {"data_rng", r.data_rng}});
+    }
     return j;
 }
 
@@ -45,6 +49,9 @@ TrainerState state_from_json(const nlohmann::json& j) {
     s.log_steps = j.at("log_steps").get<int64_t>();
     s.seconds = j.at("seconds").get<double>();
     s.input_tokens_seen = j.value("num_input_tokens_seen", (int64_t)-1);
+    if (j.contains("ranks"))
+        for (const nlohmann::json& r : j.at("ranks"))
+            s.ranks.push_back({r.at("dropout_rng").get<std::array<uint64_t, 4>>(), r.at("data_rng").get<std::array<uint64_t, 4>>()});
     return s;
 }
 

@@ -20,6 +20,13 @@
 
 namespace qdq {
 
+// A data-parallel rank's own random streams: its dropout masks and data randomness differ from
+// the other ranks' (parallel/communicator.h).
+struct RankRngs {
+    std::array<uint64_t, 4> dropout_rng{};
+    std::array<uint64_t, 4> data_rng{};
+};
+
 struct TrainerState {
     int64_t step = 0;                       // optimizer updates done
     LoaderPosition loader;                  // where the next training batch starts
@@ -36,6 +43,9 @@ struct TrainerState {
     // padded batch; packed masked-LM sequences have no padding, so there the two agree).
     // -1: unknown, for a checkpoint written before it was counted.
     int64_t input_tokens_seen = 0;
+    // A data-parallel run's every rank, in rank order (rank 0's are also the two above); empty
+    // for one process. Its size is the number of ranks the run resumes with.
+    std::vector<RankRngs> ranks{};
 };
 
 struct Checkpoint {

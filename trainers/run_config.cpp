@@ -156,6 +156,7 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
     check_positive(training, "gradient_accumulation_steps", t.gradient_accumulation_steps);
     check_positive(training, "learning_rate", t.learning_rate);
+    check_positive(training, "ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
     if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
     if (t.save_total_limit < 1) training.fail("save_total_limit", "must be at least 1");
     if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
@@ -198,6 +199,7 @@ TrainingSettings parse_training_settings(const nlohmann::json& section, const st
     }
     training.read("group_by_length", t.group_by_length);
     training.read("bf16", t.bf16);
+    training.read("ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
     training.finish();
     check_training_settings(training, t);
     return t;
@@ -350,7 +352,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
           {"save_total_limit", t.save_total_limit}, {"load_best_model_at_end", t.load_best_model_at_end},
           {"metric_for_best_model", t.metric_for_best_model},
-          {"group_by_length", t.group_by_length}, {"bf16", t.bf16}}}};
+          {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     // Only when used: the configs of runs without a validation split stay as they were.
     if (d.validation_fraction > 0) {

@@ -54,7 +54,8 @@ std::string format_duration(double seconds) {
 }
 
 RunLog::RunLog(const std::string& path, int64_t resume_step, int64_t total_steps, bool progress_bar)
-    : path_(path), total_steps_(total_steps), progress_bar_(progress_bar) {
+    : path_(path), total_steps_(total_steps), progress_bar_(progress_bar && !path.empty()) {
+    if (path.empty()) return;
     keep_records_up_to(path, resume_step);
     file_ = std::fopen(path.c_str(), "a");
     if (!file_) throw std::runtime_error(path + ": cannot open for appending");
@@ -66,6 +67,7 @@ RunLog::~RunLog() {
 }
 
 void RunLog::write(const nlohmann::json& record) {
+    if (!file_) return;
     std::string line = record.dump();
     if (std::fprintf(file_, "%s\n", line.c_str()) < 0 || std::fflush(file_) != 0)
         throw std::runtime_error(path_ + ": cannot write");
@@ -79,6 +81,7 @@ void RunLog::write(const nlohmann::json& record) {
 }
 
 void RunLog::note(const std::string& line) {
+    if (!file_) return;
     clear_bar();
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);

@@ -16,6 +16,7 @@ class RunLog {
 public:
     // Keeps the records of steps up to resume_step and drops later ones: those came from the
     // part of an interrupted run that its last checkpoint does not hold, and will be written again.
+    // An empty path is a log that says nothing (a data-parallel run's ranks other than 0).
     RunLog(const std::string& path, int64_t resume_step, int64_t total_steps, bool progress_bar);
     ~RunLog();
     RunLog(const RunLog&) = delete;

@@ -1,10 +1,13 @@
 #include "trainers/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -16,6 +19,8 @@
 #include "optim/clip_grad.h"
 #include "optim/schedule.h"
 #include "optim/state.h"
+#include "parallel/communicator.h"
+#include "parallel/grad_reducer.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
@@ -34,7 +39,7 @@ volatile std::sig_atomic_t stop_requested = 0;
 // where the data files sit (compared by file name, so a run moves between machines).
 const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", "save_steps",
                                    "save_total_limit", "per_device_eval_batch_size", "load_best_model_at_end",
-                                   "metric_for_best_model", "greater_is_better"};
+                                   "metric_for_best_model", "greater_is_better", "ddp_bucket_cap_mb"};
 
 nlohmann::json comparable(nlohmann::json config) {
     for (const char* key : kFreeTrainingKeys) config["training"].erase(key);
@@ -83,25 +88,48 @@ bool is_improvement(const TrainingSettings& t, const std::string& metric, double
     return greater ? value > best : value < best;
 }
 
+std::vector<int64_t> rank_share(const std::vector<int64_t>& batch, int rank, int ranks) {
+    const size_t n = batch.size(), base = n / (size_t)ranks, extra = n % (size_t)ranks, r = (size_t)rank;
+    const size_t begin = r * base + std::min(r, extra);
+    return {batch.begin() + (int64_t)begin, batch.begin() + (int64_t)(begin + base + (r < extra))};
+}
+
 StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const std::vector<ParamGroup>& groups,
-                          AdamW& optimizer, const TrainingSettings& t, double lr) {
+                          AdamW& optimizer, const TrainingSettings& t, double lr, GradReducer* reducer) {
     StepResult out;
+    const World& w = world();
     const int64_t micro_batches = t.gradient_accumulation_steps;
     std::vector<int64_t> batch;
     for (int64_t i = 0; i < micro_batches; ++i) {
         while (!loader.next(batch)) {}  // an epoch's end: the loader moves to the next one
         out.epoch_done = out.epoch_done || loader.position().index >= loader.size();
         out.examples.insert(out.examples.end(), batch.begin(), batch.end());
-        Tensor loss = task.train_loss(batch, data_rng);
-        if (micro_batches > 1) loss = mul_scalar(loss, 1.0f / (float)micro_batches);
+        const std::vector<int64_t> share = reducer ? rank_share(batch, w.rank, w.size) : batch;
+        if (share.empty()) continue;  // more ranks than examples: this one adds zeros
+        // The share's mean loss, weighted by its part of the batch: summed over the ranks, the
+        // batch's mean.
+        const float weight = reducer ? (float)((double)share.size() / ((double)batch.size() * (double)micro_batches))
+                                     : 1.0f / (float)micro_batches;
+        Tensor loss = task.train_loss(share, data_rng);
+        if (weight != 1.0f) loss = mul_scalar(loss, weight);
         const double value = loss.item();
-        if (!std::isfinite(value)) {
+        if (!reducer && !std::isfinite(value)) {
             clear_tape();
             out.bad = "the loss is " + std::to_string(value * (double)micro_batches);
             return out;
         }
         out.loss += value;
-        backward(loss);
+        if (reducer && i == micro_batches - 1) backward(loss, reducer->observer());
+        else backward(loss);
+    }
+    if (reducer) {
+        // Every rank decides alike: on the summed loss, and the summed gradients' norm.
+        reducer->finish();
+        allreduce_sum(&out.loss, 1);
+        if (!std::isfinite(out.loss)) {
+            out.bad = "the loss is " + std::to_string(out.loss * (double)micro_batches);
+            return out;
+        }
     }
     out.grad_norm = clip_grad_norm(groups, t.max_grad_norm > 0 ? t.max_grad_norm : INFINITY);
     if (!std::isfinite(out.grad_norm)) {
@@ -127,6 +155,8 @@ struct Run {
     BatchLoader loader;
     std::vector<int32_t> lengths;  // of the training examples, to count the tokens seen
     Rng data_rng;                  // its own stream, apart from init and dropout
+    const World& world;            // one process, or the ranks of a data-parallel run
+    std::optional<GradReducer> reducer{};  // with more than one rank
     TrainerState state{};
     std::string out_dir{}, metric{};
     nlohmann::json resolved{};  // the config as saved in every checkpoint
@@ -134,49 +164,86 @@ struct Run {
     int64_t last_saved = 0, last_evaluated = -1;
     nlohmann::json last_metrics{};
 
+    int64_t loader_batch() const { return (int64_t)t.per_device_train_batch_size * world.size; }
     double epoch() const {
         return (double)(state.step * t.gradient_accumulation_steps) / (double)loader.batches_per_epoch();
     }
 };
 
+// The loader deals global batches, per_device_train_batch_size for each rank (HF/DDP's
+// meaning), and each rank takes its share of each (rank_share).
 LoaderOptions loader_options(const TrainingSettings& t) {
     LoaderOptions o;
-    o.batch_size = t.per_device_train_batch_size;
+    o.batch_size = (int64_t)t.per_device_train_batch_size * world().size;
     o.seed = t.seed;
     o.group_by_length = t.group_by_length;
     return o;
+}
+
+// This rank's random streams. Rank 0 (and a single process) keeps the task's dropout stream and
+// the run's data stream; every other rank draws from streams of its own, so that its dropout
+// masks and data randomness are not a copy of rank 0's.
+void seed_rank_streams(Run& r) {
+    if (r.world.rank == 0) return;
+    const uint64_t rank = (uint64_t)r.world.rank;
+    r.task.dropout_rng() = Rng(mix64(r.t.seed ^ mix64(0x64726f706f7574ull + rank)));
+    r.data_rng = Rng(mix64(r.t.seed ^ mix64(0x6461746172616e64ull + rank)));
 }
 
 // Continues from the newest checkpoint of the output directory, or (without resume) deletes them.
 void resume_or_start(Run& r, bool resume) {
     std::vector<std::string> existing = list_checkpoints(r.out_dir);
     if (!resume) {
-        for (const std::string& path : existing) fs::remove(path);
+        if (r.world.is_root())
+            for (const std::string& path : existing) fs::remove(path);
         return;
     }
     if (existing.empty()) return;
     const std::string& path = existing.back();
     Checkpoint c = load_checkpoint(path);
     check_resumable(c.config, r.resolved, path);
+    const size_t ranks = r.world.size > 1 ? (size_t)r.world.size : 0;
+    if (c.state.ranks.size() != ranks)
+        throw std::runtime_error(path + ": was written by a run of " + std::to_string(std::max<size_t>(c.state.ranks.size(), 1)) +
+                                 " process(es), and this is " + std::to_string(r.world.size) +
+                                 ": resume with the same number (mpirun -np N), or use a new training.output_dir");
     nn::LoadReport report = nn::load_state_dict(r.model, c.model, path);
     if (!report.missing.empty() || !report.unexpected.empty())
         throw std::runtime_error(path + ": does not fit the model: " + report.summary());
     load_state(r.optimizer.state, c.optimizer, path);
     r.state = c.state;
-    r.task.dropout_rng().state = r.state.dropout_rng;
-    r.data_rng.state = r.state.data_rng;
+    const RankRngs mine = ranks ? r.state.ranks[(size_t)r.world.rank] : RankRngs{r.state.dropout_rng, r.state.data_rng};
+    r.task.dropout_rng().state = mine.dropout_rng;
+    r.data_rng.state = mine.data_rng;
     r.loader.seek(r.state.loader);
     r.last_saved = r.state.step;
 }
 
+// Every rank's random streams, in rank order, on every rank.
+std::vector<RankRngs> gather_rank_rngs(const RankRngs& mine) {
+    const std::string bytes(reinterpret_cast<const char*>(&mine), sizeof mine);
+    std::vector<RankRngs> all;
+    for (const std::string& b : allgather_bytes(bytes)) {
+        RankRngs r;
+        std::memcpy(&r, b.data(), sizeof r);
+        all.push_back(r);
+    }
+    return all;
+}
+
+// Called by every rank at the same steps; rank 0 writes.
 void save(Run& r) {
-    r.state.dropout_rng = r.task.dropout_rng().state;
-    r.state.data_rng = r.data_rng.state;
+    const RankRngs mine{r.task.dropout_rng().state, r.data_rng.state};
+    if (r.world.size > 1) r.state.ranks = gather_rank_rngs(mine);
+    const RankRngs& root = r.world.size > 1 ? r.state.ranks[0] : mine;
+    r.state.dropout_rng = root.dropout_rng;
+    r.state.data_rng = root.data_rng;
     r.state.loader = r.loader.position();
     r.state.seconds = now_seconds() - r.start;
+    r.last_saved = r.state.step;
+    if (!r.world.is_root()) return;
     save_checkpoint(r.out_dir + "/" + checkpoint_name(r.state.step), {r.model.state_dict(), r.optimizer.state, r.state, r.resolved});
     prune_checkpoints(r.out_dir, r.t.save_total_limit, r.t.load_best_model_at_end ? r.state.best_checkpoint : "");
-    r.last_saved = r.state.step;
 }
 
 // Logs the task's metrics; returns true when they are the best so far.
@@ -208,6 +275,8 @@ void record_step(Run& r, RunLog& log, const StepResult& step, double lr, int64_t
                              {"loss", r.state.log_loss_sum / (double)r.state.log_steps}, {"learning_rate", lr},
                              {"grad_norm", step.grad_norm}, {"seconds", now_seconds() - r.start}};
     if (r.state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = r.state.input_tokens_seen;
+    // Data parallel: the time this rank (0) has waited for gradient sums, in this run of it.
+    if (r.reducer) record["allreduce_wait_seconds"] = r.reducer->wait_seconds();
     log.write(record);
     r.state.log_loss_sum = 0;
     r.state.log_steps = 0;
@@ -224,9 +293,19 @@ TrainOutcome finish(Run& r, RunLog& log) {
         log.note("loaded the best model (" + r.state.best_checkpoint + ", " + r.metric + " " +
                  std::to_string(*r.state.best_metric) + ")");
     }
-    nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
-    write_json_file(r.out_dir + "/eval_results.json", r.last_metrics);
+    if (r.world.is_root()) {
+        nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
+        write_json_file(r.out_dir + "/eval_results.json", r.last_metrics);
+    }
     return {TrainStatus::finished, r.state.step, r.last_metrics, ""};
+}
+
+// Whether to stop now: asked of this process (SIGINT, SIGTERM), or of any rank, so that all
+// stop at the same step.
+bool stop_asked(const Run& r) {
+    int64_t asked = stop_requested ? 1 : 0;
+    if (r.world.size > 1) allreduce_sum(&asked, 1);
+    return asked > 0;
 }
 
 // Quantization-aware training: the ranges come from model.init (a calibrated checkpoint) or a
@@ -253,27 +332,40 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     // Braced initializers run in order: the loader copies the lengths before Run takes them.
     Run r{config, t, task, model, std::move(groups), std::move(optimizer),
           BatchLoader(task.train_size(), loader_options(t), t.group_by_length ? lengths : std::vector<int32_t>{}),
-          std::move(lengths), Rng(t.seed ^ 0x6461746172616e64ull)};
+          std::move(lengths), Rng(t.seed ^ 0x6461746172616e64ull), world()};
     r.out_dir = t.output_dir;
     r.metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
     r.resolved = saved_run_config(config, task);
     const int64_t total_steps = total_train_steps(t, r.loader.batches_per_epoch());
     const ScheduleOptions schedule = schedule_options(t, total_steps);
+    if (r.world.size > 1) {
+        std::vector<Tensor> params;
+        for (const ParamGroup& g : r.groups)
+            for (const NamedTensor& p : g.params) params.push_back(p.tensor);
+        r.reducer.emplace(std::move(params), (int64_t)(t.ddp_bucket_cap_mb * 1024 * 1024));
+    }
 
+    seed_rank_streams(r);
     resume_or_start(r, options.resume);
     start_quantized(config, model, r.state.step);
-    for (const auto& entry : fs::directory_iterator(r.out_dir))  // left by a run killed mid-write
-        if (entry.path().extension() == ".tmp") fs::remove(entry.path());
-    write_json_file(r.out_dir + "/config.json", r.resolved);
-    RunLog log(r.out_dir + "/metrics.jsonl", r.state.step, total_steps, options.progress_bar);
+    const bool root = r.world.is_root();
+    if (root) {
+        for (const auto& entry : fs::directory_iterator(r.out_dir))  // left by a run killed mid-write
+            if (entry.path().extension() == ".tmp") fs::remove(entry.path());
+        write_json_file(r.out_dir + "/config.json", r.resolved);
+    }
+    RunLog log(root ? r.out_dir + "/metrics.jsonl" : "", r.state.step, total_steps, options.progress_bar);
     if (r.state.step > 0)
         log.note("resuming " + r.out_dir + " at step " + std::to_string(r.state.step) + " of " + std::to_string(total_steps));
+    if (r.world.size > 1)
+        log.note("data parallel: " + std::to_string(r.world.size) + " ranks, " + std::to_string(r.reducer->bucket_count()) +
+                 " gradient buckets, a global batch of " + std::to_string(r.loader_batch()));
 
     r.start = now_seconds() - r.state.seconds;
     const double run_start = now_seconds();
     const int64_t first_step = r.state.step;
     while (r.state.step < total_steps) {
-        if (stop_requested) {
+        if (stop_asked(r)) {
             stop_requested = 0;  // honoured: a later train() in this process starts afresh
             if (r.last_saved != r.state.step) save(r);
             log.note("stopped at step " + std::to_string(r.state.step) + "; the checkpoint there resumes the run");
@@ -281,7 +373,8 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         }
         model.train();
         const double lr = learning_rate(schedule, r.state.step);
-        const StepResult step = optimizer_step(task, r.loader, r.data_rng, r.groups, r.optimizer, t, lr);
+        const StepResult step =
+            optimizer_step(task, r.loader, r.data_rng, r.groups, r.optimizer, t, lr, r.reducer ? &*r.reducer : nullptr);
         if (!step.bad.empty()) {
             std::string kept = r.last_saved > 0 ? r.out_dir + "/" + checkpoint_name(r.last_saved) : "none was written";
             std::string message = "training diverged at step " + std::to_string(r.state.step + 1) + ": " + step.bad +

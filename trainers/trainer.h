@@ -9,6 +9,12 @@
 // position and the logging window. A run resumed from its newest checkpoint therefore computes
 // the same numbers as the run that never stopped, bit for bit, on the same machine and threads.
 //
+// Under mpirun (parallel/communicator.h) every rank runs train() alike: the same weights from
+// the same seed, its share of each global batch (per_device_train_batch_size × ranks ×
+// gradient_accumulation_steps examples a step), gradients summed across ranks during backward
+// (parallel/grad_reducer.h). Rank 0 alone writes the log, checkpoints and results; a checkpoint
+// holds every rank's random streams, and resumes with the same number of ranks.
+//
 // Output directory: config.json (the resolved config), metrics.jsonl, checkpoint-<step>.h5,
 // and at the end model.h5 (the final weights, or the best ones with load_best_model_at_end)
 // and eval_results.json (that model's metrics).
@@ -22,6 +28,7 @@
 #include "data/loader.h"
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
+#include "parallel/grad_reducer.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"
 
@@ -61,8 +68,18 @@ struct StepResult {
     std::vector<int64_t> examples;  // the training examples of every micro-batch
     std::string bad;          // why the step was not taken, else empty
 };
+//
+// Data parallel (`reducer` given, under mpirun): the loader deals global micro-batches and this
+// rank trains on its share (rank_share); each share's loss is weighted by its part of the batch,
+// the last micro-batch's backward hands gradients to the reducer as they become final, and the
+// summed gradients, loss and norm are then the same on every rank.
 StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const std::vector<ParamGroup>& groups,
-                          AdamW& optimizer, const TrainingSettings& training, double lr);
+                          AdamW& optimizer, const TrainingSettings& training, double lr,
+                          GradReducer* reducer = nullptr);
+
+// Rank `rank`'s share of a global batch of `ranks`: a run of consecutive examples, the first
+// (size mod ranks) ranks one more; empty when there are more ranks than examples.
+std::vector<int64_t> rank_share(const std::vector<int64_t>& batch, int rank, int ranks);
 
 // Async-signal-safe: asks the loop to stop after the current step and save a checkpoint
 // (SIGINT and SIGTERM handlers call it).

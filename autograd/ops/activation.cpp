@@ -74,7 +74,7 @@ Tensor gelu(const Tensor& x) {
         gelu_forward(py + begin, px + begin, end - begin);
     });
     if (needs_grad({x}))
-        record(y, [x](const Tensor& gy) {
+        record(y, {x}, [x](const Tensor& gy) {
             float* gx = x.grad_buffer().f32();
             const float* g = gy.f32();
             const float* px = x.f32();
@@ -94,7 +94,7 @@ Tensor tanh(const Tensor& x) {
         tanh_forward(py + begin, px + begin, end - begin);
     });
     if (needs_grad({x}))
-        record(y, [x, y](const Tensor& gy) {
+        record(y, {x}, [x, y](const Tensor& gy) {
             float* gx = x.grad_buffer().f32();
             const float* g = gy.f32();
             const float* py = y.f32();

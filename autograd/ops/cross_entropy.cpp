@@ -155,7 +155,7 @@ Tensor log_softmax(const Tensor& x) {
         log_softmax_forward(py + begin * C, px + begin * C, end - begin, C);
     });
     if (needs_grad({x}))
-        record(y, [x, y, rows, C](const Tensor& gy) {
+        record(y, {x}, [x, y, rows, C](const Tensor& gy) {
             float* gx = x.grad_buffer().f32();
             const float* g = gy.f32();
             const float* py = y.f32();
@@ -199,7 +199,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_
     Tensor loss = full({}, count ? (float)(total / (double)count) : 0.0f);
 
     if (needs_grad({logits}))
-        record(loss, [logits, lse, saved_labels = labels.clone(), ignore_index, rows, C,
+        record(loss, {logits}, [logits, lse, saved_labels = labels.clone(), ignore_index, rows, C,
                       count](const Tensor& gy) {
             float scale = count ? gy.item() / (float)count : 0.0f;
             float* gx = logits.grad_buffer().f32();
@@ -238,7 +238,7 @@ Tensor softmax_kl_div(const Tensor& student, const Tensor& teacher, float temper
     Tensor loss = full({}, rows ? (float)(total / (double)rows) : 0.0f);
 
     if (needs_grad({student}))
-        record(loss, [student, teacher, lse_x, lse_t, inv_t, rows, C](const Tensor& gy) {
+        record(loss, {student}, [student, teacher, lse_x, lse_t, inv_t, rows, C](const Tensor& gy) {
             const float scale = rows ? gy.item() * inv_t / (float)rows : 0.0f;
             float* gx = student.grad_buffer().f32();
             parallel_for(rows, row_grain(C), [&](int64_t begin, int64_t end) {

@@ -46,7 +46,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
         dropout_forward(py, px, key, p, scale, begin, end);
     });
     if (needs_grad({x}))
-        record(y, [x, key, p, scale](const Tensor& gy) {
+        record(y, {x}, [x, key, p, scale](const Tensor& gy) {
             float* gx = x.grad_buffer().f32();
             const float* g = gy.f32();
             parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {

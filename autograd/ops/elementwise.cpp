@@ -79,7 +79,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
         y = binary_forward(a, b, "add", [](float x, float z) { return x + z; });
     }
     if (needs_grad({a, b}))
-        record(y, [a, b](const Tensor& gy) {
+        record(y, {a, b}, [a, b](const Tensor& gy) {
             if (a.requires_grad()) {
                 if (a.shape() == gy.shape()) add_inplace(a.grad_buffer(), gy);
                 else reduce_broadcast_add(a.grad_buffer(), gy);
@@ -95,7 +95,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
     Tensor y = binary_forward(a, b, "sub", [](float x, float z) { return x - z; });
     if (needs_grad({a, b}))
-        record(y, [a, b](const Tensor& gy) {
+        record(y, {a, b}, [a, b](const Tensor& gy) {
             const float* g = gy.f32();
             if (a.requires_grad()) accumulate_grad(a, gy.shape(), [g](int64_t i) { return g[i]; });
             if (b.requires_grad()) accumulate_grad(b, gy.shape(), [g](int64_t i) { return -g[i]; });
@@ -106,7 +106,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
     Tensor y = binary_forward(a, b, "mul", [](float x, float z) { return x * z; });
     if (needs_grad({a, b}))
-        record(y, [a, b](const Tensor& gy) {
+        record(y, {a, b}, [a, b](const Tensor& gy) {
             const float* g = gy.f32();
             if (a.requires_grad()) {
                 std::vector<float> vb = expand(b, gy.shape());
@@ -123,7 +123,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
     Tensor y = binary_forward(a, b, "div", [](float x, float z) { return x / z; });
     if (needs_grad({a, b}))
-        record(y, [a, b](const Tensor& gy) {
+        record(y, {a, b}, [a, b](const Tensor& gy) {
             const float* g = gy.f32();
             std::vector<float> vb = expand(b, gy.shape());
             if (a.requires_grad())

@@ -58,7 +58,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
     embedding_forward(y.f32(), weight.f32(), pid, n, C);
     if (needs_grad({weight}))
         // A copy of the ids (small): a data loader may refill its batch before backward.
-        record(y, [weight, saved_ids = ids.clone(), n, C](const Tensor& gy) {
+        record(y, {weight}, [weight, saved_ids = ids.clone(), n, C](const Tensor& gy) {
             embedding_backward(weight.grad_buffer().f32(), gy.f32(), saved_ids.i32(), n, C);
         });
     return y;

@@ -172,7 +172,7 @@ Tensor layer_norm_impl(const char* op, const Tensor& x, const Tensor& residual,
                           end - begin, C);
     });
     if (needs_grad({x, residual, gamma, beta}))
-        record(y, [in, mean, rstd, x, residual, gamma, beta](const Tensor& gy) {
+        record(y, {x, residual, gamma, beta}, [in, mean, rstd, x, residual, gamma, beta](const Tensor& gy) {
             backward_rows(gy, in, mean, rstd, x, residual, gamma, beta);
         });
     return y;

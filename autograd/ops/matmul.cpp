@@ -136,7 +136,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
         product_forward(p, a.device(), gemm_fn, y.f32(), a.f32(), b.f32());
     }
     if (needs_grad({a, b}))
-        record(y, [a, b, p, gemm_fn](const Tensor& gy) {
+        record(y, {a, b}, [a, b, p, gemm_fn](const Tensor& gy) {
             product_backward(p, a.device(), gemm_fn, grad_data_or_null(a), grad_data_or_null(b), gy.f32(), a.f32(),
                              b.f32());
         });
@@ -193,7 +193,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         y = zeros(out_shape, DType::F32, device);
 
     if (needs_grad({x, weight, bias}))
-        record(y, [x, weight, bias, ones, rows, out, in, gemm_fn](const Tensor& gy) {
+        record(y, {x, weight, bias}, [x, weight, bias, ones, rows, out, in, gemm_fn](const Tensor& gy) {
             const float* g = gy.f32();
             if (x.requires_grad())
                 gemm_fn(false, false, rows, in, out, 1.0f, g, out, weight.f32(), in, 1.0f,

@@ -105,7 +105,7 @@ Tensor reduce_axis(const Tensor& a, int64_t axis, bool keepdim, bool average, co
     float divisor = average ? (float)s.n : 1.0f;
     reduce_axis_forward(y.f32(), a.f32(), s, divisor);
     if (needs_grad({a}))
-        record(y, [a, s, divisor](const Tensor& gy) {
+        record(y, {a}, [a, s, divisor](const Tensor& gy) {
             reduce_axis_backward(a.grad_buffer().f32(), gy.f32(), s, divisor);
         });
     return y;
@@ -118,7 +118,7 @@ Tensor reduce_all(const Tensor& a, bool average, const char* name) {
     Tensor y = empty({});
     *y.f32() = (float)(sum_all_contiguous(a.f32(), n) / divisor);
     if (needs_grad({a}))
-        record(y, [a, n, divisor](const Tensor& gy) {
+        record(y, {a}, [a, n, divisor](const Tensor& gy) {
             float g = *gy.f32() / divisor;
             float* gx = a.grad_buffer().f32();
             parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {

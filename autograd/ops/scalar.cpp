@@ -40,14 +40,14 @@ void map_backward(const Tensor& x, const Tensor& gy, D dfdx) {
 Tensor add_scalar(const Tensor& a, float s) {
     Tensor y = map_forward(a, "add_scalar", [s](float x) { return x + s; });
     if (needs_grad({a}))
-        record(y, [a](const Tensor& gy) { add_inplace(a.grad_buffer(), gy); });
+        record(y, {a}, [a](const Tensor& gy) { add_inplace(a.grad_buffer(), gy); });
     return y;
 }
 
 Tensor mul_scalar(const Tensor& a, float s) {
     Tensor y = map_forward(a, "mul_scalar", [s](float x) { return x * s; });
     if (needs_grad({a}))
-        record(y, [a, s](const Tensor& gy) {
+        record(y, {a}, [a, s](const Tensor& gy) {
             float* gx = a.grad_buffer().f32();
             const float* g = gy.f32();
             parallel_for(a.numel(), kGrain, [&](int64_t begin, int64_t end) {
@@ -60,7 +60,7 @@ Tensor mul_scalar(const Tensor& a, float s) {
 Tensor pow_scalar(const Tensor& a, float exponent) {
     Tensor y = map_forward(a, "pow_scalar", [exponent](float x) { return std::pow(x, exponent); });
     if (needs_grad({a}))
-        record(y, [a, exponent](const Tensor& gy) {
+        record(y, {a}, [a, exponent](const Tensor& gy) {
             // x⁰ is constant: its derivative is 0 everywhere, where the general formula would
             // give 0·x⁻¹ = NaN at x = 0 (PyTorch special-cases it the same way).
             map_backward(a, gy, [exponent](float x) {

@@ -149,7 +149,7 @@ Tensor permuted_copy(const Tensor& x, const Shape& in_shape, const std::vector<i
             for (int64_t j = 0; j < L; ++j) out[j] = in[j * step];
     });
     if (needs_grad({x}))
-        record(y, [x, p, L](const Tensor& gy) {
+        record(y, {x}, [x, p, L](const Tensor& gy) {
             float* gx = x.grad_buffer().f32();
             const float* g = gy.f32();
             for_each_output_row(p, [&](int64_t r, int64_t src, int64_t step) {
@@ -199,7 +199,7 @@ void copy_axis_block(AxisBlock dst, AxisBlock src, int64_t len, int64_t outer, i
 Tensor reshape(const Tensor& a, const Shape& shape) {
     Tensor y = view_as_shape(a, resolve_view_shape(a.shape(), shape));
     if (needs_grad({a}))
-        record(y, [a](const Tensor& gy) {
+        record(y, {a}, [a](const Tensor& gy) {
             add_inplace(a.grad_buffer(), view_as_shape(gy, a.shape()));
         });
     return y;
@@ -250,7 +250,7 @@ Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
     Tensor y = empty(shape);
     copy_axis_block<false>({y.f32(), len, 0}, {a.f32(), s.n, start}, len, s.outer, s.inner);
     if (needs_grad({a}))
-        record(y, [a, s, start, len](const Tensor& gy) {
+        record(y, {a}, [a, s, start, len](const Tensor& gy) {
             copy_axis_block<true>({a.grad_buffer().f32(), s.n, start}, {gy.f32(), len, 0}, len,
                                   s.outer, s.inner);
         });
@@ -284,7 +284,7 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
         offset += len;
     }
     if (grad_enabled() && any_requires_grad)
-        record(y, [parts, s, ax](const Tensor& gy) {
+        record(y, parts, [parts, s, ax](const Tensor& gy) {
             int64_t offset = 0;
             for (const Tensor& part : parts) {
                 int64_t len = part.shape()[(size_t)ax];

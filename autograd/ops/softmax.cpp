@@ -106,7 +106,7 @@ Tensor softmax(const Tensor& x, float scale, const Tensor& mask) {
                                      end - begin, C);
                  });
     if (needs_grad({x}))
-        record(y, [x, y, scale, rows, C](const Tensor& gy) {
+        record(y, {x}, [x, y, scale, rows, C](const Tensor& gy) {
             float* gx = x.grad_buffer().f32();
             const float* g = gy.f32();
             const float* py = y.f32();

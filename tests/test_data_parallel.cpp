@@ -1,0 +1,185 @@
+// Data-parallel training under mpirun (parallel/, trainers/trainer.h), two ranks on this machine,
+// one thread each: the qdqtrain binary as a user launches it.
+//   2 ranks × batch 8 end where 1 process × batch 16 and 1 process × 8 × 2 accumulation steps
+//   end, within FP32 summation-order noise, and two 2-rank runs are bit-identical;
+//   a rank killed with SIGKILL stops the job, and the relaunch resumes from the last checkpoint
+//   to end bit-identical to a 2-rank run never killed (each rank's dropout stream included);
+//   a checkpoint resumes only with the number of ranks that wrote it.
+// Without mpirun these tests skip, except under CI=true, where they fail.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/hdf5_weights.h"
+#include "tests/support/metrics_records.h"
+#include "tests/support/run_qdqtrain.h"
+#include "tests/support/same_weights.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
+#include "trainers/checkpoint.h"
+
+extern char** environ;
+
+using namespace qdq;
+using namespace qdq::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Open MPI refuses root without the flag; --oversubscribe lets two ranks share fewer cores.
+const char* kMpirun = "mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -np 2 ";
+
+bool skip_without_mpirun() {
+    if (std::system("mpirun --version > /dev/null 2>&1") == 0) return false;
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") ADD_FAILURE() << "mpirun is not installed (scripts/setup.sh); CI=true";
+    return true;
+}
+
+Process train_on_two_ranks(const std::string& config) {
+    return run_command(kMpirun + std::string(QDQTRAIN_PATH) + " train " + config);
+}
+
+nlohmann::json dropout_free_config(const TempDir& dir, const std::string& out) {
+    nlohmann::json raw = tiny_config(dir, out);
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.0;  // dropout draws per rank: no equal masks
+    raw["model"]["config"]["attention_probs_dropout_prob"] = 0.0;
+    raw["training"]["max_steps"] = 20;
+    raw["training"]["save_steps"] = 10;
+    raw["training"]["eval_steps"] = 10;
+    return raw;
+}
+
+// The largest |a − b| over every tensor of two saved models.
+double max_difference(const fs::path& a, const fs::path& b) {
+    const Hdf5Weights x = load_hdf5_weights(a.string()), y = load_hdf5_weights(b.string());
+    EXPECT_EQ(x.tensors.size(), y.tensors.size());
+    double worst = 0;
+    for (size_t i = 0; i < x.tensors.size() && i < y.tensors.size(); ++i) {
+        EXPECT_EQ(x.tensors[i].name, y.tensors[i].name);
+        const std::vector<float> p = x.tensors[i].tensor.to_vector(), q = y.tensors[i].tensor.to_vector();
+        for (size_t k = 0; k < p.size(); ++k) worst = std::max(worst, (double)std::fabs(p[k] - q[k]));
+    }
+    return worst;
+}
+
+// The pid of a child of `parent` whose command is `comm` ("(qdqtrain)": an mpirun rank), or -1.
+pid_t child_of_named(pid_t parent, const std::string& comm_wanted) {
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream stat(entry.path() / "stat");
+        std::string pid, comm, state;
+        pid_t ppid = 0;
+        if (stat >> pid >> comm >> state >> ppid && ppid == parent && comm == comm_wanted) return std::stoi(pid);
+    }
+    return -1;
+}
+
+}  // namespace
+
+// 16 examples a step in three ways. Summing two halves' weighted means instead of one mean of
+// 16 changes the gradients in their last bits; AdamW divides by √v, so a gradient that is
+// pure rounding noise (the key bias's: softmax ignores it) still moves its weight by up to a
+// step's size. Measured: every tensor within 1e-6 but that bias, within 1e-5; the bound is 1e-5.
+TEST(DataParallel, TwoRanksEndWhereOneProcessOfTheWholeBatchEnds) {
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json one = dropout_free_config(dir, "one");
+    one["training"]["per_device_train_batch_size"] = 16;
+    nlohmann::json accumulated = dropout_free_config(dir, "accumulated");
+    accumulated["training"]["gradient_accumulation_steps"] = 2;
+    for (const nlohmann::json* raw : {&one, &accumulated}) {
+        Process p = run_qdqtrain("train " + dir.write(raw->at("training").at("output_dir").get<std::string>() + ".json", raw->dump()));
+        ASSERT_EQ(p.status, 0) << p.output;
+    }
+    for (const char* out : {"two", "two_again"}) {
+        Process p = train_on_two_ranks(dir.write(std::string(out) + ".json", dropout_free_config(dir, out).dump()));
+        ASSERT_EQ(p.status, 0) << p.output;
+        EXPECT_NE(p.output.find("data parallel: 2 ranks"), std::string::npos) << p.output;
+        // Rank 0 alone reports: one final line of metrics.
+        const size_t first = p.output.find("{\"accuracy\"");
+        ASSERT_NE(first, std::string::npos) << p.output;
+        EXPECT_EQ(p.output.find("{\"accuracy\"", first + 1), std::string::npos) << p.output;
+    }
+    const fs::path root = dir.path();
+    EXPECT_LE(max_difference(root / "one" / "model.h5", root / "two" / "model.h5"), 1e-5);
+    EXPECT_LE(max_difference(root / "one" / "model.h5", root / "accumulated" / "model.h5"), 1e-5);
+    expect_same_weights(root / "two" / "model.h5", root / "two_again" / "model.h5");
+    EXPECT_EQ(metrics_records(root / "two"), metrics_records(root / "two_again"));
+    // The log counts global steps and every rank's examples, as one process of 16 does.
+    const std::vector<nlohmann::json> a = metrics_records(root / "one"), b = metrics_records(root / "two");
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i]["step"], b[i]["step"]);
+        EXPECT_EQ(a[i]["num_input_tokens_seen"], b[i]["num_input_tokens_seen"]);
+        if (a[i].contains("loss")) EXPECT_NEAR(a[i]["loss"].get<double>(), b[i]["loss"].get<double>(), 1e-6);
+    }
+    EXPECT_TRUE(fs::exists(root / "two" / checkpoint_name(20)));
+    // A checkpoint of two ranks resumes only with two.
+    Process alone = run_qdqtrain("train " + (root / "two.json").string());
+    EXPECT_NE(alone.status, 0);
+    EXPECT_NE(alone.output.find("checkpoint-20.h5: was written by a run of 2 process(es), and this is 1"), std::string::npos)
+        << alone.output;
+}
+
+// Dropout on, so that each rank's own stream must come back from the checkpoint.
+TEST(DataParallel, AKilledRankStopsTheJobAndTheRelaunchResumesBitIdentical) {
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "straight");
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
+    raw["training"]["max_steps"] = 300;
+    raw["training"]["save_steps"] = 10;
+    raw["training"]["eval_steps"] = 50;
+    raw["training"]["logging_steps"] = 7;
+    Process straight = train_on_two_ranks(dir.write("straight.json", raw.dump()));
+    ASSERT_EQ(straight.status, 0) << straight.output;
+
+    raw["training"]["output_dir"] = (dir.path() / "killed").string();
+    const std::string config = dir.write("killed.json", raw.dump());
+    const fs::path run = dir.path() / "killed";
+    std::vector<std::string> args = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-x", "OMP_NUM_THREADS=1",
+                                     "-np", "2", QDQTRAIN_PATH, "train", config};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t quiet;
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&quiet, 1, 2);
+    pid_t mpirun;
+    ASSERT_EQ(posix_spawnp(&mpirun, "mpirun", &quiet, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&quiet);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(run / checkpoint_name(30)) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const pid_t rank = child_of_named(mpirun, "(qdqtrain)");
+    ASSERT_GT(rank, 0) << "no rank found to kill";
+    kill(rank, SIGKILL);
+    int status = 0;
+    waitpid(mpirun, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "the job did not stop when a rank was killed";
+    ASSERT_FALSE(fs::exists(run / "model.h5")) << "the run ended before it was killed";
+
+    Process resumed = train_on_two_ranks(config);
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("resuming"), std::string::npos);
+    expect_same_weights(dir.path() / "straight" / "model.h5", run / "model.h5");
+    EXPECT_EQ(metrics_records(dir.path() / "straight"), metrics_records(run));
+}
