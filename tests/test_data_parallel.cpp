@@ -4,7 +4,9 @@
 //   end, within FP32 summation-order noise, and two 2-rank runs are bit-identical;
 //   a rank killed with SIGKILL stops the job, and the relaunch resumes from the last checkpoint
 //   to end bit-identical to a 2-rank run never killed (each rank's dropout stream included);
-//   a checkpoint resumes only with the number of ranks that wrote it.
+//   a checkpoint resumes only with the number of ranks that wrote it;
+//   evaluation split between the ranks gives one process's metrics exactly (IMDB-style accuracy
+//   on the tiny task, SQuAD exact match and F1 on real questions).
 // Without mpirun these tests skip, except under CI=true, where they fail.
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -23,13 +25,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/data_dir.h"
+#include "data/squad_reader.h"
 #include "io/hdf5_weights.h"
+#include "tests/support/data.h"
 #include "tests/support/metrics_records.h"
 #include "tests/support/run_qdqtrain.h"
 #include "tests/support/same_weights.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
+#include "trainers/run_config.h"
+#include "trainers/task.h"
 
 extern char** environ;
 
@@ -89,7 +96,71 @@ pid_t child_of_named(pid_t parent, const std::string& comm_wanted) {
     return -1;
 }
 
+// The metrics of `run`'s model.h5 evaluated by one process, as make_task and evaluate() give them.
+nlohmann::json evaluated_alone(const nlohmann::json& raw, const fs::path& run) {
+    nlohmann::json alone = raw;
+    alone["model"]["init"] = (run / "model.h5").string();
+    const RunConfig config = parse_run_config(alone, "alone.json", ".");
+    return make_task(config, {.train = false, .eval = true})->evaluate(config.training.per_device_eval_batch_size);
+}
+
+// The first `count` questions of SQuAD's dev set as a v1.1 file.
+void write_squad_questions(const std::string& path, size_t count) {
+    const std::vector<SquadExample> questions = read_squad(data_path("squad/dev-v1.1.json.gz")).examples;
+    nlohmann::json data = nlohmann::json::array();
+    for (size_t i = 0; i < count; ++i) {
+        const SquadExample& q = questions[i];
+        nlohmann::json answers = nlohmann::json::array();
+        for (const SquadAnswer& a : q.answers) answers.push_back({{"text", a.text}, {"answer_start", a.answer_start}});
+        data.push_back({{"title", q.title},
+                        {"paragraphs", {{{"context", q.context}, {"qas", {{{"id", q.id}, {"question", q.question}, {"answers", answers}}}}}}}});
+    }
+    std::ofstream(path) << nlohmann::json{{"version", "1.1"}, {"data", data}}.dump();
+}
+
 }  // namespace
+
+// Seven evaluation batches of five (the last short) split four and three: the run's own
+// evaluation, done on two ranks, equals one process's evaluation of the model it saved.
+TEST(DataParallel, ShardedEvaluationEqualsOneProcessOnAClassificationTask) {
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = dropout_free_config(dir, "run");
+    raw["training"]["per_device_eval_batch_size"] = 5;
+    raw["training"]["max_steps"] = 6;
+    Process p = train_on_two_ranks(dir.write("run.json", raw.dump()));
+    ASSERT_EQ(p.status, 0) << p.output;
+    const nlohmann::json sharded = nlohmann::json::parse(std::ifstream(dir.path() / "run" / "eval_results.json"));
+    EXPECT_EQ(sharded, evaluated_alone(raw, dir.path() / "run"));
+    EXPECT_EQ(sharded["eval_examples"], 32);
+}
+
+// SQuAD: each rank runs half the windows' batches; the official metric is computed once over
+// every question's answer, so exact match and F1 are one process's.
+TEST(DataParallel, ShardedEvaluationEqualsOneProcessOnSquad) {
+    if (skip_without_mpirun()) return;
+    QDQ_REQUIRE_DATA_FILE("squad/dev-v1.1.json.gz");
+    TempDir dir;
+    write_squad_questions((dir.path() / "questions.json").string(), 24);
+    const nlohmann::json raw = {
+        {"model",
+         {{"config",
+           {{"hidden_size", 32}, {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"intermediate_size", 64},
+            {"max_position_embeddings", 256}, {"hidden_dropout_prob", 0.0}, {"attention_probs_dropout_prob", 0.0}}}}},
+        {"data",
+         {{"task", "squad"}, {"max_seq_length", 192}, {"doc_stride", 64}, {"data_dir", dir.path().string()},
+          {"vocab", data_path("vocab/bert-base-uncased-vocab.txt")}, {"train_files", "questions.json"},
+          {"eval_files", "questions.json"}}},
+        {"training",
+         {{"output_dir", (dir.path() / "run").string()}, {"seed", 3}, {"per_device_train_batch_size", 4},
+          {"per_device_eval_batch_size", 4}, {"max_steps", 4}, {"learning_rate", 1e-3}, {"save_steps", 4}}}};
+    Process p = train_on_two_ranks(dir.write("run.json", raw.dump()));
+    ASSERT_EQ(p.status, 0) << p.output;
+    const nlohmann::json sharded = nlohmann::json::parse(std::ifstream(dir.path() / "run" / "eval_results.json"));
+    ASSERT_TRUE(sharded.contains("f1")) << sharded.dump();
+    EXPECT_EQ(sharded, evaluated_alone(raw, dir.path() / "run"));
+}
 
 // 16 examples a step in three ways. Summing two halves' weighted means instead of one mean of
 // 16 changes the gradients in their last bits; AdamW divides by √v, so a gradient that is

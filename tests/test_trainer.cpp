@@ -60,6 +60,10 @@ public:
     nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
         return inner_->score(outputs, batch_size);
     }
+    std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>& batches) override {
+        return inner_->eval_outputs(batches);
+    }
+    bool scores_outputs() const override { return inner_->scores_outputs(); }
     std::string main_metric() const override { return inner_->main_metric(); }
     void select_eval_set(EvalSplit set) override { inner_->select_eval_set(set); }
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {

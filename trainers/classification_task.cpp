@@ -125,7 +125,7 @@ public:
     }
 
     nlohmann::json evaluate(int64_t batch_size) override {
-        return score(run_model(eval_inputs(batch_size)), batch_size);
+        return score(eval_outputs(eval_inputs(batch_size)), batch_size);
     }
 
     std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(evals_.active, batch_size); }
@@ -156,7 +156,7 @@ public:
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
         Examples data = read_files(config_, {path}, -1, tokenizer_, false);
         const std::vector<std::vector<int64_t>> batches = eval_batches(data.lengths, batch_size);
-        const std::vector<NamedOutputs> outputs = run_model(input_batches(data, batch_size));
+        const std::vector<NamedOutputs> outputs = eval_outputs(input_batches(data, batch_size));
         nlohmann::json out = nlohmann::json::array();
         std::vector<int32_t> predicted(data.examples.size());
         std::vector<std::vector<float>> probabilities(data.examples.size());
@@ -169,6 +169,12 @@ public:
         for (size_t i = 0; i < predicted.size(); ++i)
             out.push_back({{"id", data.examples[i].id}, {"label", predicted[i]}, {"probabilities", probabilities[i]}});
         return out;
+    }
+
+    std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>& batches) override {
+        return run_eval_model(model_, batches, [&](const nn::BertInputs& in) {
+            return NamedOutputs{{"logits", model_.forward(in)}};
+        });
     }
 
 private:
@@ -188,12 +194,6 @@ private:
         for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size))
             out.push_back(inputs_of(collate(data.encodings, {}, indices, padding())));
         return out;
-    }
-
-    std::vector<NamedOutputs> run_model(const std::vector<nn::BertInputs>& batches) {
-        return run_eval_model(model_, batches, [&](const nn::BertInputs& in) {
-            return NamedOutputs{{"logits", model_.forward(in)}};
-        });
     }
 
     static int32_t argmax_row(const Tensor& logits, size_t r) {

@@ -100,6 +100,8 @@ public:
 
     std::vector<nn::BertInputs> eval_inputs(int64_t) override { throw no_exported_form(); }
     nlohmann::json score(const std::vector<NamedOutputs>&, int64_t) override { throw no_exported_form(); }
+    std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>&) override { throw no_exported_form(); }
+    bool scores_outputs() const override { return false; }
 
     nlohmann::json predict(const std::string&, int64_t) override {
         throw std::runtime_error(config_.source + ": data.task mlm has no predictions (masked-LM pretraining "

@@ -184,7 +184,7 @@ public:
     }
 
     nlohmann::json evaluate(int64_t batch_size) override {
-        return score(run_model(eval_inputs(batch_size)), batch_size);
+        return score(eval_outputs(eval_inputs(batch_size)), batch_size);
     }
 
     std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(evals_.active, batch_size); }
@@ -207,10 +207,17 @@ public:
         SquadFiles files = read_files({path});
         const Features data = make_features(config_, tokenizer_, std::move(files.examples), -1, files);
         const std::vector<SquadPrediction> predicted =
-            answers(data, batch_size, run_model(input_batches(data, batch_size)));
+            answers(data, batch_size, eval_outputs(input_batches(data, batch_size)));
         nlohmann::json out = nlohmann::json::object();
         for (size_t i = 0; i < predicted.size(); ++i) out[data.examples[i].id] = predicted[i].text;
         return out;
+    }
+
+    std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>& batches) override {
+        return run_eval_model(model_, batches, [&](const nn::BertInputs& in) {
+            const nn::SpanLogits logits = model_.forward(in);
+            return NamedOutputs{{"start_logits", logits.start}, {"end_logits", logits.end}};
+        });
     }
 
 private:
@@ -230,13 +237,6 @@ private:
         for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size))
             out.push_back(inputs_of(collate_windows(data.windows, indices, tokenizer_.pad_id)));
         return out;
-    }
-
-    std::vector<NamedOutputs> run_model(const std::vector<nn::BertInputs>& batches) {
-        return run_eval_model(model_, batches, [&](const nn::BertInputs& in) {
-            const nn::SpanLogits logits = model_.forward(in);
-            return NamedOutputs{{"start_logits", logits.start}, {"end_logits", logits.end}};
-        });
     }
 
     // One answer per question of `data`, in question order, from the outputs for

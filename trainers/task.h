@@ -79,6 +79,12 @@ public:
     // exported form, throws.
     virtual std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) = 0;
     virtual nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) = 0;
+    // model()'s outputs for such batches, in eval mode without the tape: evaluate() is
+    // score(eval_outputs(eval_inputs(b)), b), and a data-parallel run splits the batches
+    // between its ranks (trainers/sharded_evaluation.h). Masked-LM throws, as above.
+    virtual std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>& batches) = 0;
+    // False for a task whose evaluate() is all there is (masked-LM): no inputs, outputs or score().
+    virtual bool scores_outputs() const { return true; }
     // The metric the best model is chosen by when the config names none.
     virtual std::string main_metric() const = 0;
     // Which set evaluate(), eval_inputs() and score() use, for a task made with a validation

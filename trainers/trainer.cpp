@@ -26,6 +26,7 @@
 #include "trainers/checkpoint.h"
 #include "trainers/run_log.h"
 #include "trainers/run_precision.h"
+#include "trainers/sharded_evaluation.h"
 
 namespace qdq {
 
@@ -248,7 +249,7 @@ void save(Run& r) {
 
 // Logs the task's metrics; returns true when they are the best so far.
 bool evaluate(Run& r, RunLog& log) {
-    r.last_metrics = r.task.evaluate(r.t.per_device_eval_batch_size);
+    r.last_metrics = evaluate_on_ranks(r.task, r.t.per_device_eval_batch_size);
     r.last_evaluated = r.state.step;
     nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()}};
     if (r.state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = r.state.input_tokens_seen;
@@ -289,7 +290,7 @@ TrainOutcome finish(Run& r, RunLog& log) {
         r.state.best_checkpoint != checkpoint_name(r.state.step)) {
         const std::string best = r.out_dir + "/" + r.state.best_checkpoint;
         nn::load_state_dict(r.model, load_checkpoint(best).model, best);
-        r.last_metrics = r.task.evaluate(r.t.per_device_eval_batch_size);
+        r.last_metrics = evaluate_on_ranks(r.task, r.t.per_device_eval_batch_size);
         log.note("loaded the best model (" + r.state.best_checkpoint + ", " + r.metric + " " +
                  std::to_string(*r.state.best_metric) + ")");
     }
