@@ -217,10 +217,15 @@ int run_sweep(const Sweep& sweep, const std::string& binary) {
     return failed;
 }
 
-std::string slurm_script(const Sweep& sweep, const std::string& binary) {
+std::string slurm_script(const Sweep& sweep, const std::string& binary, int ranks) {
+    if (ranks < 1) throw std::invalid_argument("sweep: --ranks needs a positive number");
+    if (ranks > 1 && sweep.command != "train")
+        throw std::runtime_error("--ranks " + std::to_string(ranks) +
+                                 ": only 'train' runs data parallel, and this sweep's command is '" + sweep.command + "'");
     std::string s = "#!/bin/bash\n";
     s += "#SBATCH --job-name=qdqtrain-sweep\n";
     s += "#SBATCH --array=0-" + std::to_string(sweep.runs.size() - 1) + "\n";
+    if (ranks > 1) s += "#SBATCH --ntasks=" + std::to_string(ranks) + "\n";
     s += "#SBATCH --output=" + sweep.output_dir + "/slurm-%A_%a.out\n";
     s += "# One array task per run; a finished run exits at once, an interrupted one resumes.\n";
     s += "set -euo pipefail\n";
@@ -235,7 +240,7 @@ std::string slurm_script(const Sweep& sweep, const std::string& binary) {
     s += "  *) echo \"no run $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
     s += "[[ -f \"$dir/" + results_file(sweep) + "\" ]] && exit 0\n";
     s += "mkdir -p \"$dir\"\n";
-    s += "exec " + shell_quote(binary) + " \"${args[@]}\"\n";
+    s += std::string("exec ") + (ranks > 1 ? "srun " : "") + shell_quote(binary) + " \"${args[@]}\"\n";
     return s;
 }
 

@@ -55,8 +55,10 @@ Sweep load_sweep(const std::string& path);
 // logging each run's output to <run dir>/run.log. Returns how many runs failed.
 int run_sweep(const Sweep& sweep, const std::string& qdqtrain_binary);
 
-// A Slurm job-array script (one array task per run) that does what run_sweep does.
-std::string slurm_script(const Sweep& sweep, const std::string& qdqtrain_binary);
+// A Slurm job-array script (one array task per run) that does what run_sweep does. With
+// ranks > 1 each run is a data-parallel job of that many tasks, started through srun
+// (docs/DATA_PARALLEL.md); only "train" sweeps run so, and others are refused.
+std::string slurm_script(const Sweep& sweep, const std::string& qdqtrain_binary, int ranks = 1);
 
 // What a finished run leaves: train's eval_results.json, or the pipeline's results.json.
 std::string results_file(const Sweep& sweep);

@@ -10,7 +10,8 @@
 
 namespace qdq::cli {
 
-const char* const kSweepUsage = "usage: qdqtrain sweep SWEEP.json [--parallel N] [--slurm FILE] [--results]\n";
+const char* const kSweepUsage =
+    "usage: qdqtrain sweep SWEEP.json [--parallel N] [--slurm FILE [--ranks N]] [--results]\n";
 const char* kSweepHelp =
     "Runs every run of the sweep that has not finished (an interrupted one resumes), then\n"
     "writes results.json and results.md (runs sorted by the sweep's metric; for pipelines also\n"
@@ -19,11 +20,12 @@ const char* kSweepHelp =
     "\n"
     "  --parallel N      runs at a time on this machine (overrides the file's \"parallel\")\n"
     "  --slurm FILE      write a Slurm job-array script (one array task per run) and run nothing\n"
+    "  --ranks N         with --slurm: each run a data-parallel job of N tasks (srun; train only)\n"
     "  --results         only collect the results table of the runs done so far\n";
 
 int run_sweep_command(int argc, char** argv) {
     std::string path, slurm;
-    int parallel = 0;
+    int parallel = 0, ranks = 1;
     bool results_only = false;
     for (int i = 2; i < argc; ++i) {
         std::string arg = argv[i];
@@ -31,11 +33,13 @@ int run_sweep_command(int argc, char** argv) {
             std::printf("%s\n%s", kSweepUsage, kSweepHelp);
             return 0;
         }
-        if (arg == "--parallel" || arg == "--slurm") {
+        if (arg == "--parallel" || arg == "--slurm" || arg == "--ranks") {
             if (i + 1 >= argc) throw UsageError(arg + " needs a value");
             std::string value = argv[++i];
             if (arg == "--slurm") slurm = value;
-            else if ((parallel = std::atoi(value.c_str())) < 1) throw UsageError("--parallel needs a positive number");
+            else if (arg == "--ranks" && (ranks = std::atoi(value.c_str())) < 1) throw UsageError("--ranks needs a positive number");
+            else if (arg == "--parallel" && (parallel = std::atoi(value.c_str())) < 1)
+                throw UsageError("--parallel needs a positive number");
         } else if (arg == "--results") {
             results_only = true;
         } else if (arg.rfind("-", 0) == 0 || !path.empty()) {
@@ -45,6 +49,7 @@ int run_sweep_command(int argc, char** argv) {
         }
     }
     if (path.empty()) throw UsageError("missing SWEEP.json");
+    if (ranks > 1 && slurm.empty()) throw UsageError("--ranks needs --slurm (on this machine, launch mpirun yourself)");
     Sweep sweep;
     try {
         sweep = load_sweep(path);
@@ -56,7 +61,7 @@ int run_sweep_command(int argc, char** argv) {
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     if (!slurm.empty()) {
         std::ofstream out(slurm, std::ios::trunc);
-        out << slurm_script(sweep, self);
+        out << slurm_script(sweep, self, ranks);
         if (!out) throw std::runtime_error(slurm + ": cannot write");
         std::printf("wrote %s: %zu array tasks; submit it with sbatch\n", slurm.c_str(), sweep.runs.size());
         return 0;

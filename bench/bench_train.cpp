@@ -15,11 +15,17 @@
 // for tiny (2 layers / 128 hidden), mini (4 / 256) and base (12 / 768).
 // Usage: bench_train [--warmup N] [--steps N] [--threads N] [--only NAME]
 // (--only runs the workloads whose name contains NAME)
+// Under mpirun the training workloads run data parallel (trainers/trainer.h): the same global
+// batch of 32, each rank its share, gradients summed in buckets during backward; rank 0 prints,
+// with the time a step waited for the sums. E.g. 2 ranks of 1 thread against 1 process of 2:
+//   mpirun -np 2 build/bench/bench_train --threads 1 --only mini_train
+//   build/bench/bench_train --threads 2 --only mini_train
 #include <omp.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +35,8 @@
 #include "bench/bench_task.h"
 #include "bench/timing.h"
 #include "data/loader.h"
+#include "parallel/communicator.h"
+#include "parallel/grad_reducer.h"
 #include "trainers/run_precision.h"
 #include "trainers/trainer.h"
 
@@ -72,10 +80,21 @@ void time_training(const std::string& name, Task& task, const ModelSize& size, i
     std::vector<double> losses;
     model.train();
     MatmulPrecisionGuard precision(precision_of(bf16));
+    std::optional<GradReducer> reducer;
+    if (world().size > 1) {
+        std::vector<Tensor> params;
+        for (const ParamGroup& g : groups)
+            for (const NamedTensor& p : g.params) params.push_back(p.tensor);
+        reducer.emplace(std::move(params), (int64_t)(settings.ddp_bucket_cap_mb * 1024 * 1024));
+    }
     bench::Timing t = bench::time_it(warmup, steps, [&] {
-        losses.push_back(optimizer_step(task, loader, data_rng, groups, optimizer, settings, 1e-4).loss);
+        losses.push_back(
+            optimizer_step(task, loader, data_rng, groups, optimizer, settings, 1e-4, reducer ? &*reducer : nullptr).loss);
     });
     std::printf("# %s: first loss %.4f\n", name.c_str(), losses.front());
+    if (reducer)
+        std::printf("# %s: %d ranks, %zu gradient buckets, waited %.1f ms a step for the sums\n", name.c_str(),
+                    world().size, reducer->bucket_count(), 1e3 * reducer->wait_seconds() / (warmup + steps));
     bench::print_row(name, t, name.starts_with("mlm") ? 0.0 : step_flops(size, true));
 }
 
@@ -108,6 +127,7 @@ void bench_size(const bench::BenchData& data, const ModelSize& size, int default
         for (bool bf16 : {false, true}) {
             const std::string name = w.prefix + (bf16 ? "_bf16" : "");
             if (name.find(opt.only) == std::string::npos) continue;
+            if (w.eval && world().size > 1) continue;  // data parallel splits training only
             RunConfig config = data.config(w.task, size, bf16);
             std::unique_ptr<Task> task = bench::make_bench_task(config, w.task);
             if (w.eval) time_eval(name, *task, size, warmup, steps, bf16);
@@ -118,6 +138,7 @@ void bench_size(const bench::BenchData& data, const ModelSize& size, int default
 }  // namespace
 
 int main(int argc, char** argv) {
+    world();  // joins an mpirun job first: --threads then overrides its share of the cores
     Options opt;
     for (int i = 1; i < argc; i += 2) {
         const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -130,6 +151,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    if (!world().is_root() && !std::freopen("/dev/null", "w", stdout)) return 1;  // rank 0 reports
     std::printf("# bench_train (qdqtrain), %d threads, batch %lld x seq %lld, median of N steps\n",
                 omp_get_max_threads(), (long long)bench::kBatch, (long long)bench::kSeq);
     std::printf("# gemm: %s\n", gemm_backend_description().c_str());

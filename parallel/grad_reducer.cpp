@@ -17,7 +17,10 @@ GradReducer::GradReducer(std::vector<Tensor> params, int64_t bucket_bytes) : par
         if (p.dtype() != DType::F32 || p.is_cuda())
             throw std::invalid_argument("GradReducer: parameters must be float32 CPU tensors");
         index_of_[p.impl()] = k;
-        if (buckets_.empty() || bytes >= bucket_bytes) {
+        const int64_t param_bytes = p.numel() * (int64_t)sizeof(float);
+        // A new bucket where this one would overflow: a large parameter (the word embeddings)
+        // travels alone rather than holding back the ones before it.
+        if (buckets_.empty() || (bytes > 0 && bytes + param_bytes > bucket_bytes)) {
             buckets_.emplace_back();
             bytes = 0;
         }
@@ -26,7 +29,7 @@ GradReducer::GradReducer(std::vector<Tensor> params, int64_t bucket_bytes) : par
         offset_of_[k] = b.flat.size();
         b.params.push_back(k);
         b.flat.resize(b.flat.size() + (size_t)p.numel());
-        bytes += p.numel() * (int64_t)sizeof(float);
+        bytes += param_bytes;
     }
     for (Bucket& b : buckets_) {
         for (size_t slot = 0; slot < b.params.size(); ++slot) slot_of_[b.params[slot]] = slot;

@@ -148,10 +148,24 @@ TEST(Sweep, SlurmScriptIsValidBash) {
     EXPECT_NE(script.find("#SBATCH --array=0-2\n"), std::string::npos);
     EXPECT_NE(script.find("'/opt/qdq tools/qdqtrain'"), std::string::npos);
     EXPECT_NE(script.find(sweep.runs[2].dir), std::string::npos);
+    EXPECT_EQ(script.find("--ntasks"), std::string::npos);
     const std::string file = dir.write("sweep.sbatch", script);
     int status = 0;
     std::string output = run("bash -n " + file, status);
     EXPECT_EQ(status, 0) << output;
+    // Data parallel: N tasks a run, each started by srun; a pipeline sweep is refused.
+    const std::string parallel = slurm_script(sweep, "/opt/qdq tools/qdqtrain", 4);
+    EXPECT_NE(parallel.find("#SBATCH --ntasks=4\n"), std::string::npos);
+    EXPECT_NE(parallel.find("exec srun '/opt/qdq tools/qdqtrain' \"${args[@]}\""), std::string::npos) << parallel;
+    output = run("bash -n " + dir.write("parallel.sbatch", parallel), status);
+    EXPECT_EQ(status, 0) << output;
+    sweep.command = "pipeline";
+    try {
+        slurm_script(sweep, "qdqtrain", 2);
+        ADD_FAILURE() << "a pipeline sweep was given ranks";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("only 'train' runs data parallel"), std::string::npos) << e.what();
+    }
 }
 
 // A pipeline sweep's report from run directories written here: two learning rates × two seeds.
