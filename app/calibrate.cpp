@@ -15,7 +15,9 @@
 #include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
 #include "trainers/checkpoint.h"
+#include "parallel/communicator.h"
 #include "trainers/run_precision.h"
+#include "trainers/sharded_evaluation.h"
 #include "trainers/trainer.h"
 
 namespace qdq {
@@ -57,6 +59,30 @@ double forward_pass(Task& task, const std::vector<std::vector<int64_t>>& batches
     return seconds;
 }
 
+// The calibration batches this rank runs: all of them in one process. Data parallel, every rank
+// runs the first, whose maxima set each histogram's bin width, and its share of the rest, every
+// N-th.
+std::vector<std::vector<int64_t>> rank_batches(const std::vector<std::vector<int64_t>>& batches) {
+    const World& w = world();
+    if (w.size == 1) return batches;
+    std::vector<std::vector<int64_t>> mine = {batches.front()};
+    for (size_t b = 1; b < batches.size(); ++b)
+        if ((int)(b % (size_t)w.size) == w.rank) mine.push_back(batches[b]);
+    return mine;
+}
+
+// Collects this rank's batches (rank_batches); data parallel, ranks other than 0 keep the
+// first batch's bins but not its counts, and the ranks' statistics are then merged
+// (qdqbert/calibration.h). Returns this rank's seconds.
+double collect_pass(Task& task, const std::vector<std::vector<int64_t>>& mine, uint64_t seed) {
+    if (world().size == 1) return forward_pass(task, mine, seed);
+    double seconds = forward_pass(task, {mine.front()}, seed);
+    if (!world().is_root()) drop_collected_counts(task.model());
+    seconds += forward_pass(task, {mine.begin() + 1, mine.end()}, seed);
+    merge_collected(task.model());
+    return seconds;
+}
+
 ActivationHistogram histogram_of(const HistogramCalibrator& calib) {
     // At most 512 bars: enough to see the shape and the tail, small enough to keep in the JSON.
     const size_t bins = calib.counts.size(), merge = (bins + 511) / 512;
@@ -72,7 +98,7 @@ Metrics evaluate_without(Task& task, const Quantizers& quantizers,
                          const std::function<bool(const std::string&)>& left_in_float, int64_t batch_size) {
     for (auto& [name, q] : quantizers)
         if (left_in_float(name)) q->mode = QuantMode::Disabled;
-    Metrics metrics = task_metrics(task.evaluate(batch_size));
+    Metrics metrics = task_metrics(evaluate_on_ranks(task, batch_size));
     for (auto& [name, q] : quantizers) q->mode = QuantMode::Quantizing;
     return metrics;
 }
@@ -130,10 +156,10 @@ std::vector<SensitivityRow> sensitivity_rows(Task& task, const Quantizers& quant
 // The model as it is, on the test set and, with a validation split, on validation (which the
 // task is left on).
 TestAndValidation evaluate_both(Task& task, bool split, int64_t batch_size) {
-    if (!split) return {task_metrics(task.evaluate(batch_size)), std::nullopt};
-    const Metrics validation = task_metrics(task.evaluate(batch_size));
+    if (!split) return {task_metrics(evaluate_on_ranks(task, batch_size)), std::nullopt};
+    const Metrics validation = task_metrics(evaluate_on_ranks(task, batch_size));
     task.select_eval_set(EvalSplit::Test);
-    const Metrics test = task_metrics(task.evaluate(batch_size));
+    const Metrics test = task_metrics(evaluate_on_ranks(task, batch_size));
     task.select_eval_set(EvalSplit::Validation);
     return {test, validation};
 }
@@ -183,13 +209,14 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     const TestAndValidation fp32 = evaluate_both(task, split, batch_size);
     result.fp32 = fp32.test;
     result.fp32_validation = fp32.validation;
-    std::cerr << "calibrate: fp32 " << metric << " " << metric_value(result.fp32, metric, config.source) << "\n";
+    if (world().is_root()) std::cerr << "calibrate: fp32 " << metric << " " << metric_value(result.fp32, metric, config.source) << "\n";
 
     // The plain pass first, over the very batches calibration reads: the cost's denominator.
     const auto batches = calibration_batches(task, qc.calibration_examples, batch_size);
-    const double plain_seconds = forward_pass(task, batches, t.seed);
+    const auto mine = rank_batches(batches);
+    const double plain_seconds = forward_pass(task, mine, t.seed);
     begin_calibration(model);
-    const double collect_seconds = forward_pass(task, batches, t.seed);
+    const double collect_seconds = collect_pass(task, mine, t.seed);
     result.quantizers = quantizer_stats(quantizers);
 
     double ranges_seconds = 0;
@@ -204,14 +231,16 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         add_method_stats(result.quantizers, quantizers, name);
         const TestAndValidation metrics = evaluate_both(task, split, batch_size);
         const double value = metric_value(metrics.validation.value_or(metrics.test), metric, config.source);
-        std::cerr << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
+        if (world().is_root()) std::cerr << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
         QuantizationConfig saved = qc;
         saved.calibrator = m;
         nlohmann::json saved_config = saved_run_config(config, task);
         saved_config["quantization"] = quantization_config_to_json(saved);
-        fs::create_directories(out_dir + "/" + name);
         const std::string path = out_dir + "/" + name + "/model.h5";
-        save_checkpoint(path, {model.state_dict(), {}, {}, saved_config});
+        if (world().is_root()) {
+            fs::create_directories(out_dir + "/" + name);
+            save_checkpoint(path, {model.state_dict(), {}, {}, saved_config});
+        }
         result.methods.push_back({name, metrics.test, path, metrics.validation});
         if (!best || is_improvement(t, metric, value, best_value)) best = m, best_value = value;
     }
@@ -231,8 +260,11 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         result.sensitivity = SensitivitySweep{calibration_method_name(swept), baseline,
                                               sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source)};
     }
-    write_json_file(out_dir + "/calibration.json", calibration_result_to_json(result));
-    write_calibration_report(out_dir, result);
+    if (world().is_root()) {
+        write_json_file(out_dir + "/calibration.json", calibration_result_to_json(result));
+        write_calibration_report(out_dir, result);
+    }
+    barrier();  // the files exist for every rank once calibrate returns
     return result;
 }
 

@@ -85,7 +85,7 @@ int run_calibrate(const RunConfig& config, std::map<std::string, std::string>& o
     nlohmann::json summary = {
         {"fp32", metrics_to_json(result.fp32)}, {"best", result.best}, {"cost", calibration_cost_to_json(result.cost)}};
     for (const CalibratedMethod& m : result.methods) summary[m.name] = metrics_to_json(m.metrics);
-    std::printf("%s\n", summary.dump().c_str());
+    if (world().is_root()) std::printf("%s\n", summary.dump().c_str());
     return 0;
 }
 

@@ -91,8 +91,8 @@ int run_command(const std::string& name, const Command& command, int argc, char*
         std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
         return qdq::abort_world(2);
     }
-    if (qdq::world().size > 1 && name != "train")
-        throw std::runtime_error("runs in one process: under mpirun only 'train' is data parallel so far");
+    if (qdq::world().size > 1 && name != "train" && name != "calibrate")
+        throw std::runtime_error("runs in one process: under mpirun only 'train' and 'calibrate' are data parallel so far");
     return command.run(config, options);
 }
 

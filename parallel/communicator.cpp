@@ -82,6 +82,7 @@ void allreduce_sum(float* values, int64_t count) { allreduce(values, count, MPI_
 void allreduce_sum(double* values, int64_t count) { allreduce(values, count, MPI_DOUBLE, MPI_SUM); }
 void allreduce_sum(int64_t* values, int64_t count) { allreduce(values, count, MPI_INT64_T, MPI_SUM); }
 void allreduce_max(float* values, int64_t count) { allreduce(values, count, MPI_FLOAT, MPI_MAX); }
+void allreduce_max(int64_t* values, int64_t count) { allreduce(values, count, MPI_INT64_T, MPI_MAX); }
 
 std::vector<std::string> allgather_bytes(const std::string& bytes) {
     if (single()) return {bytes};

@@ -34,6 +34,7 @@ void allreduce_sum(double* values, int64_t count);
 void allreduce_sum(int64_t* values, int64_t count);
 // The maximum over ranks, in place.
 void allreduce_max(float* values, int64_t count);
+void allreduce_max(int64_t* values, int64_t count);
 // Every rank's bytes, in rank order, on every rank.
 std::vector<std::string> allgather_bytes(const std::string& bytes);
 // Rank 0's bytes on every rank.

@@ -1,9 +1,11 @@
 #include "qdqbert/calibration.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
+#include "parallel/communicator.h"
 #include "qdqbert/qdq_placement.h"
 
 namespace qdq {
@@ -54,6 +56,47 @@ void load_activation_ranges(const nn::Module& model, const CalibrationMethod& me
     }
     for (const std::string& e : errors)
         if (!e.empty()) throw std::runtime_error(e);
+}
+
+void drop_collected_counts(const nn::Module& model) {
+    for (auto& [name, q] : model.named_quantizers())
+        if (auto* h = std::get_if<HistogramCalibrator>(&q->calibrator)) {
+            std::fill(h->counts.begin(), h->counts.end(), 0);
+            h->max = 0.0f;
+        } else if (auto* m = std::get_if<MaxCalibrator>(&q->calibrator)) {
+            std::fill(m->amax.begin(), m->amax.end(), 0.0f);
+        }
+}
+
+namespace {
+
+// The largest bin count and the width over every rank; throws when widths differ.
+void merge_histogram(const std::string& name, HistogramCalibrator& h) {
+    float widths[2] = {h.width, -h.width};  // max of both: the largest and (negated) smallest
+    allreduce_max(widths, 2);
+    if (widths[0] != -widths[1])
+        throw std::runtime_error(name + ": the ranks' histograms have different bin widths (" +
+                                 std::to_string(-widths[1]) + " and " + std::to_string(widths[0]) +
+                                 "): calibrate in one process");
+    int64_t bins = (int64_t)h.counts.size();
+    allreduce_max(&bins, 1);
+    h.counts.resize((size_t)bins, 0);
+    allreduce_sum(h.counts.data(), (int64_t)h.counts.size());
+    allreduce_max(&h.max, 1);
+}
+
+}  // namespace
+
+void merge_collected(const nn::Module& model) {
+    if (world().size == 1) return;
+    for (auto& [name, q] : model.named_quantizers()) {
+        if (q->role != QuantRole::Input) continue;
+        if (auto* h = std::get_if<HistogramCalibrator>(&q->calibrator)) {
+            merge_histogram(name, *h);
+        } else if (auto* m = std::get_if<MaxCalibrator>(&q->calibrator)) {
+            allreduce_max(m->amax.data(), (int64_t)m->amax.size());
+        }
+    }
 }
 
 void check_calibrated(const nn::Module& model, const std::string& hint) {

@@ -27,6 +27,19 @@ std::vector<CalibrationMethod> standard_calibration_methods();
 // collect.
 void begin_calibration(const nn::Module& model);
 
+// Data parallel (parallel/communicator.h): each rank collects over its share of the calibration
+// batches, then every rank holds what one process collecting all of them would have:
+//   drop_collected_counts(model) after the first (global) batch has been collected on every
+//   rank, and before a rank other than 0 collects its own: counts and maxima are dropped, the
+//   bin width that batch set (and the bins it made) stay, so that every rank bins alike;
+//   merge_collected(model) at the end: maxima by max (per channel), histogram counts summed bin
+//   by bin, grown to the most bins any rank has. Histograms whose widths differ (an activation
+//   all zeros in the first batch) are an error naming the quantizer. Nothing happens in one process.
+// One process's histogram can differ only where a value falls exactly on the closed last bin's
+// edge as it stood when that value came (a bin to the left there, in the other here).
+void drop_collected_counts(const nn::Module& model);
+void merge_collected(const nn::Module& model);
+
 // Every activation quantizer's amax by `method`, from what it collected since
 // begin_calibration; then every quantizer quantizes. The statistics are kept, so another method
 // can follow. An activation quantizer that saw no nonzero value is an error naming it.

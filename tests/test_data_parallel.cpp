@@ -6,7 +6,9 @@
 //   to end bit-identical to a 2-rank run never killed (each rank's dropout stream included);
 //   a checkpoint resumes only with the number of ranks that wrote it;
 //   evaluation split between the ranks gives one process's metrics exactly (IMDB-style accuracy
-//   on the tiny task, SQuAD exact match and F1 on real questions).
+//   on the tiny task, SQuAD exact match and F1 on real questions);
+//   calibration over two ranks' shares of the batches, merged, gives one process's ranges by
+//   all six methods, bit for bit.
 // Without mpirun these tests skip, except under CI=true, where they fail.
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -160,6 +162,38 @@ TEST(DataParallel, ShardedEvaluationEqualsOneProcessOnSquad) {
     const nlohmann::json sharded = nlohmann::json::parse(std::ifstream(dir.path() / "run" / "eval_results.json"));
     ASSERT_TRUE(sharded.contains("f1")) << sharded.dump();
     EXPECT_EQ(sharded, evaluated_alone(raw, dir.path() / "run"));
+}
+
+// Six calibration batches of eight: rank 0 collects 0, 2, 4 and rank 1 collects 1, 3, 5 in
+// the first batch's bins; the merged histograms give every method's ranges exactly as one process
+// collecting all six, and the checkpoints, metrics and sensitivity rows equal.
+TEST(DataParallel, MergedCalibrationEqualsOneProcess) {
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = dropout_free_config(dir, "fp32");
+    raw["training"]["per_device_eval_batch_size"] = 8;
+    Process fp32 = run_qdqtrain("train " + dir.write("fp32.json", raw.dump()));
+    ASSERT_EQ(fp32.status, 0) << fp32.output;
+    raw["quantization"] = {{"calibration_examples", 48}};
+    const std::string config = dir.write("calibrate.json", raw.dump());
+    const std::string args = " calibrate " + config + " --checkpoint " + (dir.path() / "fp32" / "model.h5").string() +
+                             " --all-methods --sensitivity layers --out ";
+    Process alone = run_command(std::string(QDQTRAIN_PATH) + args + (dir.path() / "alone").string());
+    ASSERT_EQ(alone.status, 0) << alone.output;
+    Process two = run_command(kMpirun + std::string(QDQTRAIN_PATH) + args + (dir.path() / "two").string());
+    ASSERT_EQ(two.status, 0) << two.output;
+    const nlohmann::json a = nlohmann::json::parse(std::ifstream(dir.path() / "alone" / "calibration.json"));
+    const nlohmann::json b = nlohmann::json::parse(std::ifstream(dir.path() / "two" / "calibration.json"));
+    ASSERT_EQ(a["methods"].size(), 6u);
+    for (size_t m = 0; m < a["methods"].size(); ++m) {
+        const std::string name = a["methods"][m]["method"];
+        expect_same_weights(dir.path() / "alone" / name / "model.h5", dir.path() / "two" / name / "model.h5");
+        EXPECT_EQ(a["methods"][m]["metrics"], b["methods"][m]["metrics"]) << name;
+    }
+    EXPECT_EQ(a["quantizers"], b["quantizers"]);  // ranges, histograms and clipping stats
+    EXPECT_EQ(a["sensitivity"], b["sensitivity"]);
+    EXPECT_EQ(a["cost"]["batches"], 6);
 }
 
 // 16 examples a step in three ways. Summing two halves' weighted means instead of one mean of
