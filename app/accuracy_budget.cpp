@@ -6,8 +6,10 @@
 
 #include "app/pipeline_report.h"
 #include "autograd/matmul_precision.h"
+#include "parallel/communicator.h"
 #include "trainers/checkpoint.h"
 #include "trainers/run_precision.h"
+#include "trainers/sharded_evaluation.h"
 #include "trainers/task.h"
 
 namespace qdq {
@@ -107,7 +109,7 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
                 q->mode = QuantMode::Disabled;
                 r.float_quantizers.push_back(name);
             }
-            checked = task_metrics(task->evaluate(batch_size));
+            checked = task_metrics(evaluate_on_ranks(*task, batch_size));
             return fp32 - percent(checked, metric);
         });
     r.left_in_float = search.rows;
@@ -116,11 +118,12 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     if (c.data.validation_fraction > 0) {
         r.validation = checked;
         task->select_eval_set(EvalSplit::Test);
-        r.metrics = task_metrics(task->evaluate(batch_size));
+        r.metrics = task_metrics(evaluate_on_ranks(*task, batch_size));
     } else {
         r.metrics = checked;
     }
-    save_budget_checkpoint(task->model(), method->checkpoint, r);
+    if (world().is_root()) save_budget_checkpoint(task->model(), method->checkpoint, r);
+    barrier();
     return r;
 }
 

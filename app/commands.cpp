@@ -94,6 +94,7 @@ int run_pipeline(const RunConfig& config, std::map<std::string, std::string>&) {
     std::signal(SIGTERM, on_signal);
     PipelineOutcome outcome = run_pipeline(config);
     if (!outcome.finished) return 130;
+    if (!world().is_root()) return 0;
     std::ifstream table(config.training.output_dir + "/results.md");
     std::cout << table.rdbuf();
     return 0;

@@ -91,8 +91,8 @@ int run_command(const std::string& name, const Command& command, int argc, char*
         std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
         return qdq::abort_world(2);
     }
-    if (qdq::world().size > 1 && name != "train" && name != "calibrate")
-        throw std::runtime_error("runs in one process: under mpirun only 'train' and 'calibrate' are data parallel so far");
+    if (qdq::world().size > 1 && name != "train" && name != "calibrate" && name != "pipeline")
+        throw std::runtime_error("runs in one process: under mpirun only 'train', 'calibrate' and 'pipeline' are data parallel");
     return command.run(config, options);
 }
 
@@ -127,6 +127,11 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (name == "sweep") {
+            if (qdq::launched_by_mpi()) {
+                std::fprintf(stderr, "qdqtrain sweep: runs in one process, not under mpirun (--slurm --ranks N makes "
+                                     "data-parallel runs)\n");
+                return 2;
+            }
             try {
                 return qdq::cli::run_sweep_command(argc, argv);
             } catch (const UsageError& e) {

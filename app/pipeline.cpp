@@ -14,7 +14,9 @@
 #include "app/onnx_evaluation.h"
 #include "app/pipeline_report.h"
 #include "json/json_file.h"
+#include "parallel/communicator.h"
 #include "trainers/run_precision.h"
+#include "trainers/sharded_evaluation.h"
 #include "trainers/trainer.h"
 
 namespace qdq {
@@ -22,6 +24,12 @@ namespace qdq {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Where the pipeline says what it does: stderr, on rank 0 alone under mpirun.
+std::ostream& progress() {
+    static std::ostream silent(nullptr);
+    return world().is_root() ? std::cerr : silent;
+}
 
 RunConfig stage(const RunConfig& config, const std::string& name) {
     RunConfig c = config;
@@ -41,8 +49,8 @@ Metrics test_metrics(const RunConfig& stage) {
     c.distillation.reset();
     MatmulPrecisionGuard precision(run_matmul_precision(c.training));
     std::unique_ptr<Task> task = make_task(c, {.train = false, .eval = true});
-    const Metrics metrics = task_metrics(task->evaluate(c.training.per_device_eval_batch_size));
-    write_json_file(done, metrics_to_json(metrics));
+    const Metrics metrics = task_metrics(evaluate_on_ranks(*task, c.training.per_device_eval_batch_size));
+    if (world().is_root()) write_json_file(done, metrics_to_json(metrics));
     return metrics;
 }
 
@@ -52,10 +60,10 @@ std::optional<TestAndValidation> train_stage(const RunConfig& config, const char
     const std::string results = config.training.output_dir + "/eval_results.json";
     Metrics final_metrics;
     if (fs::exists(config.training.output_dir + "/model.h5") && fs::exists(results)) {
-        std::cerr << "pipeline: " << name << " done before (" << config.training.output_dir << ")\n";
+        progress() << "pipeline: " << name << " done before (" << config.training.output_dir << ")\n";
         final_metrics = metrics_from_json(read_json_file(results), "", results);
     } else {
-        std::cerr << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
+        progress() << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(config, {true, true});
         TrainOptions options;
         options.progress_bar = isatty(STDERR_FILENO);
@@ -85,7 +93,7 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunCo
                      const std::string& every, const std::string& every_method) {
     const std::string dir = config.training.output_dir + "/onnx", done = dir + "/evaluation.json";
     if (fs::exists(done)) {
-        std::cerr << "pipeline: onnx done before (" << dir << ")\n";
+        progress() << "pipeline: onnx done before (" << dir << ")\n";
         return onnx_stage_from_json(read_json_file(done), "", done);
     }
     fs::create_directories(dir);
@@ -108,7 +116,7 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunCo
                           "ONNX Runtime INT8 (PTQ " + every_method + ", every quantizer, " + q_dq + ")", *onnx.int8_every});
     for (const OnnxModel& m : models) {
         const std::string path = dir + "/" + m.file;
-        std::cerr << "pipeline: onnx -> " << path << "\n";
+        progress() << "pipeline: onnx -> " << path << "\n";
         export_task_onnx(m.run, m.checkpoint, path, target);
         m.evaluation = evaluate_onnx(*task, path, options);
         m.evaluation.model = m.row;
@@ -126,11 +134,11 @@ AccuracyBudgetResult budget_stage(const RunConfig& calib, const CalibrationResul
         AccuracyBudgetResult r = accuracy_budget_from_json(read_json_file(done), "", done);
         if (r.budget == budget && r.method == method) return r;
     }
-    std::cerr << "pipeline: accuracy budget of " << budget << " points -> " << done << "\n";
+    progress() << "pipeline: accuracy budget of " << budget << " points -> " << done << "\n";
     AccuracyBudgetResult r = fit_accuracy_budget(calib, calibration, method, budget);
-    std::cerr << "pipeline: " << r.float_quantizers.size() << " quantizers left in float, " << r.loss
+    progress() << "pipeline: " << r.float_quantizers.size() << " quantizers left in float, " << r.loss
               << " points below FP32" << (r.held ? "\n" : " (the budget does not hold with every sweep row in float)\n");
-    write_json_file(done, accuracy_budget_to_json(r));
+    if (world().is_root()) write_json_file(done, accuracy_budget_to_json(r));
     return r;
 }
 
@@ -181,7 +189,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     if (fs::exists(calibration_json)) {
         results.calibration = calibration_result_from_json(read_json_file(calibration_json), "", calibration_json);
     } else {
-        std::cerr << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
+        progress() << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(calib, {true, true});
         CalibrateOptions options;
         options.sensitivity = config.pipeline.sensitivity;
@@ -208,11 +216,15 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     results.qat = qat_metrics->test;
     results.qat_validation = qat_metrics->validation;
 
-    if (config.pipeline.onnx) {
-        const bool float_set = results.budget && !results.budget->float_quantizers.empty();
-        results.onnx = onnx_stage(config, fp32, qat, calib, float_set ? method->checkpoint : "", results.qat_from);
+    // The deployed models run in ONNX Runtime on rank 0 alone, which also writes the report.
+    if (world().is_root()) {
+        if (config.pipeline.onnx) {
+            const bool float_set = results.budget && !results.budget->float_quantizers.empty();
+            results.onnx = onnx_stage(config, fp32, qat, calib, float_set ? method->checkpoint : "", results.qat_from);
+        }
+        write_pipeline_report(config, results);
     }
-    write_pipeline_report(config, results);
+    barrier();
     return {true, results};
 }
 

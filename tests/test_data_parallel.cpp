@@ -8,7 +8,8 @@
 //   evaluation split between the ranks gives one process's metrics exactly (IMDB-style accuracy
 //   on the tiny task, SQuAD exact match and F1 on real questions);
 //   calibration over two ranks' shares of the batches, merged, gives one process's ranges by
-//   all six methods, bit for bit.
+//   all six methods, bit for bit;
+//   the pipeline runs on two ranks and a rerun finds it done.
 // Without mpirun these tests skip, except under CI=true, where they fail.
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -194,6 +195,31 @@ TEST(DataParallel, MergedCalibrationEqualsOneProcess) {
     EXPECT_EQ(a["quantizers"], b["quantizers"]);  // ranges, histograms and clipping stats
     EXPECT_EQ(a["sensitivity"], b["sensitivity"]);
     EXPECT_EQ(a["cost"]["batches"], 6);
+}
+
+// The whole pipeline on two ranks: each stage data parallel, the ONNX stage and the report on
+// rank 0; the table is printed once, and a rerun on two ranks finds every stage done.
+TEST(DataParallel, PipelineRunsOnTwoRanksAndARerunRedoesNothing) {
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = dropout_free_config(dir, "pipe");
+    raw["quantization"] = {{"calibration_examples", 16}};
+    raw["pipeline"] = {{"calibration", "max"}, {"sensitivity", "none"}, {"validation_fraction", 0.25},
+                       {"qat_num_train_epochs", 1}};
+    const std::string config = dir.write("pipe.json", raw.dump());
+    Process first = run_command(kMpirun + std::string(QDQTRAIN_PATH) + " pipeline " + config);
+    ASSERT_EQ(first.status, 0) << first.output;
+    const size_t table = first.output.find("| model |");
+    ASSERT_NE(table, std::string::npos) << first.output;
+    EXPECT_EQ(first.output.find("| model |", table + 1), std::string::npos) << first.output;
+    for (const char* file : {"fp32/model.h5", "fp32/test_results.json", "calibrate/calibration.json", "qat/model.h5",
+                             "onnx/model_int8.onnx", "results.json", "results.md"})
+        EXPECT_TRUE(fs::exists(dir.path() / "pipe" / file)) << file;
+    Process again = run_command(kMpirun + std::string(QDQTRAIN_PATH) + " pipeline " + config);
+    ASSERT_EQ(again.status, 0) << again.output;
+    EXPECT_NE(again.output.find("pipeline: qat done before"), std::string::npos) << again.output;
+    EXPECT_EQ(again.output.find("pipeline: qat ->"), std::string::npos) << again.output;
 }
 
 // 16 examples a step in three ways. Summing two halves' weighted means instead of one mean of

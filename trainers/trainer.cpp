@@ -298,6 +298,7 @@ TrainOutcome finish(Run& r, RunLog& log) {
         nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
         write_json_file(r.out_dir + "/eval_results.json", r.last_metrics);
     }
+    barrier();  // every rank may read what rank 0 wrote once train() returns
     return {TrainStatus::finished, r.state.step, r.last_metrics, ""};
 }
 
