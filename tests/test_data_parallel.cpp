@@ -6,7 +6,7 @@
 //   to end bit-identical to a 2-rank run never killed (each rank's dropout stream included);
 //   a checkpoint resumes only with the number of ranks that wrote it;
 //   evaluation split between the ranks gives one process's metrics exactly (IMDB-style accuracy
-//   on the tiny task, SQuAD exact match and F1 on real questions);
+//   on the tiny task, SQuAD exact match and F1 on real questions, masked-LM loss and accuracy);
 //   calibration over two ranks' shares of the batches, merged, gives one process's ranges by
 //   all six methods, bit for bit;
 //   the pipeline runs on two ranks and a rerun finds it done.
@@ -195,6 +195,33 @@ TEST(DataParallel, MergedCalibrationEqualsOneProcess) {
     EXPECT_EQ(a["quantizers"], b["quantizers"]);  // ranges, histograms and clipping stats
     EXPECT_EQ(a["sensitivity"], b["sensitivity"]);
     EXPECT_EQ(a["cost"]["batches"], 6);
+}
+
+// Masked-LM: the two ranks' pretraining run evaluates its held-out text split between them;
+// one process evaluating the model it saved finds the same loss and accuracy, bit for bit.
+TEST(DataParallel, ShardedEvaluationEqualsOneProcessOnMaskedLm) {
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\ndog\nran\nto\npark\n.\n");
+    std::string corpus;
+    for (int i = 0; i < 40; ++i) corpus += (i % 2 ? "the cat sat on the mat.\n\n" : "the dog ran to the park.\n\n");
+    dir.write("corpus.txt", corpus);
+    const nlohmann::json raw = {
+        {"model",
+         {{"config",
+           {{"vocab_size", 15}, {"hidden_size", 16}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
+            {"intermediate_size", 32}, {"max_position_embeddings", 32}}}}},
+        {"data",
+         {{"task", "mlm"}, {"data_dir", dir.path().string()}, {"vocab", "vocab.txt"}, {"train_files", "corpus.txt"},
+          {"eval_files", "corpus.txt"}, {"max_seq_length", 16}}},
+        {"training",
+         {{"output_dir", (dir.path() / "run").string()}, {"seed", 5}, {"per_device_train_batch_size", 4},
+          {"per_device_eval_batch_size", 3}, {"max_steps", 4}, {"learning_rate", 1e-3}, {"save_steps", 4}}}};
+    Process p = train_on_two_ranks(dir.write("run.json", raw.dump()));
+    ASSERT_EQ(p.status, 0) << p.output;
+    const nlohmann::json sharded = nlohmann::json::parse(std::ifstream(dir.path() / "run" / "eval_results.json"));
+    ASSERT_GT(sharded["eval_examples"].get<int64_t>(), 6) << sharded.dump();  // several batches of three
+    EXPECT_EQ(sharded, evaluated_alone(raw, dir.path() / "run"));
 }
 
 // The whole pipeline on two ranks: each stage data parallel, the ONNX stage and the report on

@@ -12,6 +12,7 @@
 #include "data/mlm_masking.h"
 #include "data/text_corpus.h"
 #include "nn/heads.h"
+#include "parallel/communicator.h"
 #include "trainers/checkpoint.h"
 #include "trainers/task.h"
 
@@ -133,23 +134,38 @@ private:
         }
     };
 
+    // Data parallel, each rank runs every N-th batch (every rank masks every batch, to keep the
+    // stream in step); each batch's sums travel in a slot of their own, so adding them up in batch
+    // order gives one process's numbers bit for bit.
     MaskedScore score_set(const PackedSequences& sequences, int64_t batch_size) {
         Rng rng(config_.training.seed);
-        MaskedScore score;
-        for (const std::vector<int64_t>& indices : eval_batches(lengths_of(sequences), batch_size)) {
-            Batch batch = collate_sequences(sequences, indices);
+        const World& w = world();
+        const std::vector<std::vector<int64_t>> batches = eval_batches(lengths_of(sequences), batch_size);
+        std::vector<double> losses(batches.size(), 0.0);
+        std::vector<int64_t> counts(2 * batches.size(), 0);  // masked, correct
+        for (size_t b = 0; b < batches.size(); ++b) {
+            Batch batch = collate_sequences(sequences, batches[b]);
             Tensor labels = empty(batch.input_ids.shape(), DType::I32);
-            for (int64_t r = 0; r < (int64_t)indices.size(); ++r) mask_row(batch, labels, r, rng);
+            for (int64_t r = 0; r < (int64_t)batches[b].size(); ++r) mask_row(batch, labels, r, rng);
+            if ((int)(b % (size_t)w.size) != w.rank) continue;
             nn::MaskedLMLogits out = model_.forward_masked(inputs_of(batch), labels);
             const int64_t M = out.labels.numel(), V = out.logits.size(-1);
             if (M == 0) continue;
-            score.loss_sum += (double)nn::BertForMaskedLM::loss(out.logits, out.labels).item() * (double)M;
+            losses[b] = (double)nn::BertForMaskedLM::loss(out.logits, out.labels).item() * (double)M;
             const float* logits = out.logits.f32();
             for (int64_t m = 0; m < M; ++m) {
                 const float* row = logits + m * V;
-                score.correct += std::max_element(row, row + V) - row == out.labels.i32()[m];
+                counts[2 * b + 1] += std::max_element(row, row + V) - row == out.labels.i32()[m];
             }
-            score.masked += M;
+            counts[2 * b] = M;
+        }
+        allreduce_sum(losses.data(), (int64_t)losses.size());
+        allreduce_sum(counts.data(), (int64_t)counts.size());
+        MaskedScore score;
+        for (size_t b = 0; b < batches.size(); ++b) {
+            score.loss_sum += losses[b];
+            score.masked += counts[2 * b];
+            score.correct += counts[2 * b + 1];
         }
         return score;
     }

@@ -3,7 +3,8 @@
 // scored there by the task's own score(). The batches, the model and the scoring are those of
 // one process, so the metrics are too, bit for bit: counts and sums over the whole set, and for
 // SQuAD every window's logits before the official metric, never averages of ranks' averages.
-// Masked-LM, which has no eval_inputs(), evaluates its whole set on every rank.
+// Masked-LM, which has no eval_inputs(), splits its batches inside evaluate() (mlm_task.cpp) and
+// sums each batch's loss and counts across ranks, in batch order: one process's numbers too.
 #pragma once
 
 #include <cstdint>
