@@ -16,8 +16,10 @@ if(NOT QDQ_CUDA STREQUAL "OFF")
   endif()
 endif()
 if(QDQ_HAVE_CUDA)
+  # Every major architecture the toolkit knows, so that a kernel that does not compile for one
+  # (or spills registers) fails here rather than on a user's GPU.
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    set(CMAKE_CUDA_ARCHITECTURES all-major)
   endif()
   enable_language(CUDA)
   set(CMAKE_CUDA_STANDARD 17)

@@ -23,7 +23,16 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
           int64_t ldc);
 
-// out[i] = a[i] + b[i], same argument order as the CPU kernel in autograd/ops/elementwise.cpp.
+// The kernels of cuda/kernels/*.cuh, with the arguments of their CPU twins in autograd/ops/.
+// out[i] = a[i] + b[i]
 void add(float* out, const float* a, const float* b, int64_t n);
+// y = gelu(x); dx += dy · gelu'(x)
+void gelu_forward(float* y, const float* x, int64_t n);
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n);
+// y = softmax(scale·x + mask) by rows of C (mask_rows[r]: row r's mask offset, or mask null);
+// dx += scale · y ⊙ (dy − Σ dy⊙y). mask and mask_rows are device pointers too.
+void softmax_rows_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows, float scale,
+                          int64_t rows, int64_t C);
+void softmax_rows_backward(float* dx, const float* dy, const float* y, float scale, int64_t rows, int64_t C);
 
 }  // namespace qdq::cuda

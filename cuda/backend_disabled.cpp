@@ -22,5 +22,9 @@ void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, c
     unavailable();
 }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
+void gelu_forward(float*, const float*, int64_t) { unavailable(); }
+void gelu_backward(float*, const float*, const float*, int64_t) { unavailable(); }
+void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }
+void softmax_rows_backward(float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
 
 }  // namespace qdq::cuda

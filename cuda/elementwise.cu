@@ -1,21 +1,12 @@
-// Elementwise kernels, named and ordered as their CPU twins in autograd/ops/elementwise.cpp.
+// Element-wise entry points of the backend: the functors of cuda/kernels/elementwise.cuh (the
+// same text the tests run on host threads) over device pointers.
 #include "cuda/backend.h"
-#include "cuda/check.h"
+#include "cuda/kernels/elementwise.cuh"
 
 namespace qdq::cuda {
 
-__global__ static void add_kernel(float* out, const float* a, const float* b, int64_t n) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = a[i] + b[i];
-}
-
-void add(float* out, const float* a, const float* b, int64_t n) {
-    if (n == 0) return;
-    int threads = 256;
-    int blocks = (int)std::min<int64_t>((n + threads - 1) / threads, 65535);
-    add_kernel<<<blocks, threads>>>(out, a, b, n);
-    QDQ_CUDA_CHECK(cudaGetLastError());
-}
+void add(float* out, const float* a, const float* b, int64_t n) { for_each(n, AddOp{out, a, b}); }
+void gelu_forward(float* y, const float* x, int64_t n) { for_each(n, GeluForwardOp{y, x}); }
+void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) { for_each(n, GeluBackwardOp{dx, dy, x}); }
 
 }  // namespace qdq::cuda

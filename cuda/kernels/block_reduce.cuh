@@ -1,0 +1,36 @@
+// A reduction over one block's threads, every thread getting the result: within each warp by
+// butterfly shuffles, then the warps' partial results through shared memory, reduced again by
+// every warp. The block size must be a multiple of 32 (at most 1024), which the launchers of
+// row kernels check; every thread of the block must call it.
+#pragma once
+
+#include "cuda/kernels/kernel_compat.h"
+
+namespace qdq::cuda {
+
+struct SumOp {
+    __host__ __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+    __host__ __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <typename Op>
+__device__ float warp_reduce(float v, Op op) {
+    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+template <typename Op>
+__device__ float block_reduce(float v, Op op, float identity) {
+    __shared__ float partial[32];
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_reduce(v, op);
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    v = warp_reduce(lane < blockDim.x / 32 ? partial[lane] : identity, op);
+    __syncthreads();  // partial is written again by the next call
+    return v;
+}
+
+}  // namespace qdq::cuda

@@ -1,0 +1,41 @@
+// Element-wise ops as functors for for_each (cuda/kernels/for_each.cuh), named and with the
+// arguments of their CPU twins (autograd/ops/elementwise.cpp, activation.cpp).
+//   gelu(x) = x·Φ(x), Φ(x) = ½·erfc(−x/√2),  gelu'(x) = Φ(x) + x·φ(x), φ(x) = e^{−x²/2}/√(2π)
+// Φ from erfc keeps the far negative tail's relative accuracy, as the CPU kernel does.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels/for_each.cuh"
+
+namespace qdq::cuda {
+
+// out[i] = a[i] + b[i]
+struct AddOp {
+    float* out;
+    const float* a;
+    const float* b;
+    __host__ __device__ void operator()(int64_t i) const { out[i] = a[i] + b[i]; }
+};
+
+__host__ __device__ inline float normal_cdf(float x) { return 0.5f * erfcf(-x * 0.707106781f); }
+
+// y[i] = gelu(x[i])
+struct GeluForwardOp {
+    float* y;
+    const float* x;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = x[i] * normal_cdf(x[i]); }
+};
+
+// dx[i] += dy[i] · gelu'(x[i])
+struct GeluBackwardOp {
+    float* dx;
+    const float* dy;
+    const float* x;
+    __host__ __device__ void operator()(int64_t i) const {
+        const float v = x[i];
+        dx[i] += dy[i] * (normal_cdf(v) + v * expf(-0.5f * v * v) * 0.398942280f);
+    }
+};
+
+}  // namespace qdq::cuda

@@ -1,0 +1,96 @@
+// The CUDA kernels (cuda/kernels/*.cuh) compiled by g++ and run on host threads, one per CUDA
+// thread (cuda/host_threads.h), against the CPU ops that training runs today: the same text nvcc
+// compiles for the device, checked here where there is no GPU. Awkward row lengths (1, 31, 33,
+// 77, 768: less than a warp, a warp ± 1, several warps and a tail) at two block sizes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/rng.h"
+#include "autograd/tape.h"
+#include "cuda/kernels/elementwise.cuh"
+#include "cuda/kernels/softmax.cuh"
+
+using namespace qdq;
+
+namespace {
+
+const int64_t kLengths[] = {1, 31, 33, 77, 768};
+const unsigned kBlocks[] = {32, 128};
+
+std::vector<float> uniform(int64_t n, uint64_t seed, float scale) {
+    Rng rng(seed);
+    std::vector<float> v((size_t)n);
+    for (float& x : v) x = scale * (2.0f * rng.uniform() - 1.0f);
+    return v;
+}
+
+// |a − b| ≤ atol + rtol·|b| everywhere.
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, float atol, float rtol, const std::string& what) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_LE(std::fabs(a[i] - b[i]), atol + rtol * std::fabs(b[i])) << what << " at " << i << ": " << a[i] << " vs " << b[i];
+}
+
+}  // namespace
+
+TEST(CudaKernelsOnHost, AddEqualsTheCpuAddBitForBit) {
+    for (int64_t n : kLengths)
+        for (unsigned block : kBlocks) {
+            const std::vector<float> a = uniform(n, 1, 3.0f), b = uniform(n, 2, 3.0f);
+            std::vector<float> out((size_t)n, NAN);
+            cuda::for_each(n, cuda::AddOp{out.data(), a.data(), b.data()}, block);
+            EXPECT_EQ(out, add(from_vector({n}, a), from_vector({n}, b)).to_vector()) << n << " / " << block;
+        }
+}
+
+// The CPU's GELU uses its own exp and erfc approximations (autograd/ops/vector_math.h), the
+// kernel the C library's: within a few float ulps, the far tails included.
+TEST(CudaKernelsOnHost, GeluForwardAndBackwardMatchTheCpuOp) {
+    for (int64_t n : kLengths)
+        for (unsigned block : kBlocks) {
+            const std::vector<float> x = uniform(n, 3, 9.0f), dy = uniform(n, 4, 1.0f);
+            std::vector<float> y((size_t)n), dx((size_t)n, 0.0f);
+            cuda::for_each(n, cuda::GeluForwardOp{y.data(), x.data()}, block);
+            cuda::for_each(n, cuda::GeluBackwardOp{dx.data(), dy.data(), x.data()}, block);
+            Tensor xt = from_vector({n}, x).set_requires_grad();
+            Tensor yt = gelu(xt);
+            backward(yt, from_vector({n}, dy));
+            const std::string what = std::to_string(n) + " / " + std::to_string(block);
+            expect_close(y, yt.to_vector(), 1e-7f, 4e-7f, "gelu " + what);
+            expect_close(dx, xt.grad().to_vector(), 1e-7f, 4e-7f, "gelu' " + what);
+        }
+}
+
+// Attention's use: rows of C with a scale and an additive padding mask per row.
+TEST(CudaKernelsOnHost, SoftmaxRowsForwardAndBackwardMatchTheCpuOp) {
+    const int64_t rows = 3;
+    for (int64_t C : kLengths)
+        for (unsigned block : kBlocks)
+            for (bool masked : {false, true}) {
+                const std::vector<float> x = uniform(rows * C, 5, 6.0f), dy = uniform(rows * C, 6, 1.0f);
+                std::vector<float> mask((size_t)(rows * C), 0.0f);
+                for (int64_t r = 0; r < rows; ++r)
+                    for (int64_t j = C - r; j < C; ++j)
+                        if (masked && j > 0) mask[(size_t)(r * C + j)] = -10000.0f;  // r padded keys
+                std::vector<int64_t> mask_rows = {0, C, 2 * C};
+                std::vector<float> y((size_t)(rows * C)), dx((size_t)(rows * C), 0.0f);
+                cuda::softmax_forward(y.data(), x.data(), masked ? mask.data() : nullptr, mask_rows.data(), 0.125f, rows, C, block);
+                cuda::softmax_backward(dx.data(), dy.data(), y.data(), 0.125f, rows, C, block);
+                Tensor xt = from_vector({rows, C}, x).set_requires_grad();
+                Tensor yt = masked ? softmax(xt, 0.125f, from_vector({rows, C}, mask)) : softmax(xt, 0.125f);
+                backward(yt, from_vector({rows, C}, dy));
+                const std::string what = std::to_string(C) + " / " + std::to_string(block) + (masked ? " masked" : "");
+                expect_close(y, yt.to_vector(), 1e-8f, 2e-6f, "softmax " + what);
+                expect_close(dx, xt.grad().to_vector(), 1e-8f, 1e-5f, "softmax' " + what);
+            }
+}
+
+TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {
+    float y = 0, x = 0;
+    int64_t offset = 0;
+    EXPECT_THROW(cuda::softmax_forward(&y, &x, nullptr, &offset, 1.0f, 1, 1, 48), std::invalid_argument);
+    EXPECT_THROW(cuda::for_each(1, cuda::AddOp{&y, &x, &x}, 0), std::invalid_argument);
+}
