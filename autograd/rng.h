@@ -7,6 +7,8 @@
 #include <array>
 #include <cstdint>
 
+#include "cuda/counter_hash.h"  // mix64, hashed_uniform: the same bits on the CPU and the GPU
+
 namespace qdq {
 
 struct Rng {
@@ -17,18 +19,5 @@ struct Rng {
     float uniform();                           // [0, 1)
     float normal(float mean, float stddev);    // Box-Muller
 };
-
-// splitmix64 finaliser: a bijective 64-bit mix, good enough to turn a counter into bits.
-inline uint64_t mix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-// Uniform [0, 1) float for element `index` of the stream named by `key`.
-inline float hashed_uniform(uint64_t key, uint64_t index) {
-    return (float)(mix64(key ^ mix64(index)) >> 40) * 0x1.0p-24f;
-}
 
 }  // namespace qdq

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/optimizer_math.h"
+
 namespace qdq::cuda {
 
 bool built_with_cuda();
@@ -29,6 +31,14 @@ void add(float* out, const float* a, const float* b, int64_t n);
 // y = gelu(x); dx += dy · gelu'(x)
 void gelu_forward(float* y, const float* x, int64_t n);
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n);
+// Inverted dropout with the CPU's mask for `key` (cuda/counter_hash.h).
+void dropout_forward(float* y, const float* x, uint64_t key, float p, float scale, int64_t n);
+void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float scale, int64_t n);
+// out [n, C] = weight rows at ids [n]; dweight rows at ids += dout rows (atomic adds).
+void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
+void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C);
+// AdamW's update of n elements (cuda/optimizer_math.h).
+void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s);
 // y = softmax(scale·x + mask) by rows of C (mask_rows[r]: row r's mask offset, or mask null);
 // dx += scale · y ⊙ (dy − Σ dy⊙y). mask and mask_rows are device pointers too.
 void softmax_rows_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows, float scale,

@@ -24,6 +24,11 @@ void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, c
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void gelu_forward(float*, const float*, int64_t) { unavailable(); }
 void gelu_backward(float*, const float*, const float*, int64_t) { unavailable(); }
+void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
+void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
+void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
+void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
+void adamw_update(float*, float*, float*, const float*, int64_t, const AdamWScalars&) { unavailable(); }
 void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }
 void softmax_rows_backward(float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
 

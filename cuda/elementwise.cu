@@ -1,12 +1,33 @@
-// Element-wise entry points of the backend: the functors of cuda/kernels/elementwise.cuh (the
-// same text the tests run on host threads) over device pointers.
+// Element-wise entry points of the backend: the functors of cuda/kernels/*.cuh (the same text
+// the tests run on host threads) over device pointers.
 #include "cuda/backend.h"
+#include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
+#include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/optimizer.cuh"
 
 namespace qdq::cuda {
 
 void add(float* out, const float* a, const float* b, int64_t n) { for_each(n, AddOp{out, a, b}); }
 void gelu_forward(float* y, const float* x, int64_t n) { for_each(n, GeluForwardOp{y, x}); }
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) { for_each(n, GeluBackwardOp{dx, dy, x}); }
+
+void dropout_forward(float* y, const float* x, uint64_t key, float p, float scale, int64_t n) {
+    for_each(n, DropoutForwardOp{y, x, key, p, scale});
+}
+void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float scale, int64_t n) {
+    for_each(n, DropoutBackwardOp{dx, dy, key, p, scale});
+}
+
+void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C) {
+    for_each(n * C, EmbeddingForwardOp{out, weight, ids, C});
+}
+void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C) {
+    for_each(n * C, EmbeddingBackwardOp{dweight, dout, ids, C});
+}
+
+void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s) {
+    for_each(n, AdamWOp{param, exp_avg, exp_avg_sq, grad, s});
+}
 
 }  // namespace qdq::cuda

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/parallel.h"
+#include "cuda/optimizer_math.h"
 #include "optim/state.h"
 
 namespace qdq {
@@ -13,17 +14,15 @@ namespace {
 // Elements per thread below which a parameter is updated on the calling thread.
 constexpr int64_t kGrain = 1 << 15;
 
-// The scalars of one parameter's update, rounded to float where torch rounds them: torch
-// evaluates its Python-float hyperparameter arithmetic in double and hands the result to a
-// float32 kernel.
-struct AdamWScalars {
-    float decay;  // 1 − lr·wd
-    float beta1, one_minus_beta1;
-    float beta2, one_minus_beta2;
-    float bias_correction2_sqrt;
-    float neg_step_size;  // −lr / (1 − β1ᵗ)
-    float eps;
-};
+// param, exp_avg, exp_avg_sq, grad: [n], in one pass (adamw_element, shared with the GPU).
+void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
+                  const AdamWScalars& s) {
+    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) adamw_element(param[i], exp_avg[i], exp_avg_sq[i], grad[i], s);
+    });
+}
+
+}  // namespace
 
 AdamWScalars adamw_scalars(const AdamWOptions& o, double lr, double weight_decay, int64_t t) {
     double bias_correction1 = 1.0 - std::pow(o.beta1, (double)t);
@@ -37,26 +36,6 @@ AdamWScalars adamw_scalars(const AdamWOptions& o, double lr, double weight_decay
             (float)(-(lr / bias_correction1)),
             (float)o.eps};
 }
-
-// param, exp_avg, exp_avg_sq, grad: [n]. One pass; each intermediate is rounded to float in
-// the order torch's single-tensor AdamW rounds it, so results agree with torch to an ulp or two.
-void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
-                  const AdamWScalars& s) {
-    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-            float g = grad[i];
-            float p = param[i] * s.decay;
-            float m = exp_avg[i] * s.beta1 + s.one_minus_beta1 * g;
-            float v = exp_avg_sq[i] * s.beta2 + s.one_minus_beta2 * g * g;
-            float denom = std::sqrt(v) / s.bias_correction2_sqrt + s.eps;
-            param[i] = p + s.neg_step_size * m / denom;
-            exp_avg[i] = m;
-            exp_avg_sq[i] = v;
-        }
-    });
-}
-
-}  // namespace
 
 AdamW make_adamw(std::vector<ParamGroup> groups, const AdamWOptions& options) {
     check_params(groups, "AdamW");

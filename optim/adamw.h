@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/named_tensors.h"
+#include "cuda/optimizer_math.h"
 #include "optim/param_groups.h"
 
 namespace qdq {
@@ -33,6 +34,10 @@ struct AdamW {
 };
 
 AdamW make_adamw(std::vector<ParamGroup> groups, const AdamWOptions& options = {});
+
+// The float scalars of the update at step t (1-based) of a parameter, as adamw_step hands them to
+// adamw_element (cuda/optimizer_math.h), which the GPU kernel runs too.
+AdamWScalars adamw_scalars(const AdamWOptions& options, double lr, double weight_decay, int64_t t);
 
 // One update of every parameter that has a gradient, at learning rate `lr` (the schedule's
 // value for this step). Allocates nothing.

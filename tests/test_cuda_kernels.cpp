@@ -10,8 +10,12 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/tape.h"
+#include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
+#include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/optimizer.cuh"
 #include "cuda/kernels/softmax.cuh"
+#include "optim/adamw.h"
 
 using namespace qdq;
 
@@ -86,6 +90,69 @@ TEST(CudaKernelsOnHost, SoftmaxRowsForwardAndBackwardMatchTheCpuOp) {
                 expect_close(y, yt.to_vector(), 1e-8f, 2e-6f, "softmax " + what);
                 expect_close(dx, xt.grad().to_vector(), 1e-8f, 1e-5f, "softmax' " + what);
             }
+}
+
+// One key, one mask: the kernel drops exactly the elements the CPU op drops (same counter hash),
+// and the backward lets through exactly the kept ones.
+TEST(CudaKernelsOnHost, DropoutMasksEqualTheCpuOpsBitForBit) {
+    for (int64_t n : kLengths)
+        for (unsigned block : kBlocks) {
+            const std::vector<float> x = uniform(n, 7, 2.0f), dy = uniform(n, 8, 1.0f);
+            const float p = 0.3f, scale = 1.0f / (1.0f - p);
+            Rng cpu_rng(11);
+            Tensor xt = from_vector({n}, x).set_requires_grad();
+            Tensor yt = dropout(xt, p, true, cpu_rng);
+            backward(yt, from_vector({n}, dy));
+            const uint64_t key = Rng(11).next_u64();  // the one draw the op made
+            std::vector<float> y((size_t)n), dx((size_t)n, 0.0f);
+            cuda::for_each(n, cuda::DropoutForwardOp{y.data(), x.data(), key, p, scale}, block);
+            cuda::for_each(n, cuda::DropoutBackwardOp{dx.data(), dy.data(), key, p, scale}, block);
+            EXPECT_EQ(y, yt.to_vector()) << n << " / " << block;
+            EXPECT_EQ(dx, xt.grad().to_vector()) << n << " / " << block;
+        }
+}
+
+// Ids with repeats (row 2 three times): the gathered rows exactly, and the scattered gradient
+// exactly too, since the gradient rows hold small integers whose sums are exact in any order.
+TEST(CudaKernelsOnHost, EmbeddingGatherAndScatterAddMatchTheCpuOp) {
+    for (int64_t C : kLengths) {
+        const int64_t V = 5;
+        const std::vector<int32_t> ids = {2, 0, 2, 4, 2, 1};
+        const int64_t n = (int64_t)ids.size();
+        const std::vector<float> weight = uniform(V * C, 9, 1.0f);
+        std::vector<float> dout((size_t)(n * C));
+        for (size_t i = 0; i < dout.size(); ++i) dout[i] = (float)(i % 5) - 2.0f;
+        Tensor w = from_vector({V, C}, weight).set_requires_grad();
+        Tensor id_tensor = empty({n}, DType::I32);
+        std::copy(ids.begin(), ids.end(), id_tensor.i32());
+        Tensor out = embedding(w, id_tensor);
+        backward(out, from_vector({n, C}, dout));
+        std::vector<float> gathered((size_t)(n * C)), dweight((size_t)(V * C), 0.0f);
+        cuda::for_each(n * C, cuda::EmbeddingForwardOp{gathered.data(), weight.data(), ids.data(), C}, 64);
+        cuda::for_each(n * C, cuda::EmbeddingBackwardOp{dweight.data(), dout.data(), ids.data(), C}, 64);
+        EXPECT_EQ(gathered, out.to_vector()) << C;
+        EXPECT_EQ(dweight, w.grad().to_vector()) << C;
+    }
+}
+
+// The element update is one function for both sides: the kernel's step equals adamw_step's bit
+// for bit, weight decay and bias correction included, over three steps.
+TEST(CudaKernelsOnHost, AdamWStepEqualsTheCpuOptimizerBitForBit) {
+    const int64_t n = 77;
+    const AdamWOptions options;
+    std::vector<float> param = uniform(n, 12, 1.0f), m((size_t)n, 0.0f), v((size_t)n, 0.0f);
+    Tensor p = from_vector({n}, param).set_requires_grad();
+    AdamW cpu = make_adamw({{{{"w", p}}, 0.01}}, options);
+    for (int64_t t = 1; t <= 3; ++t) {
+        const std::vector<float> grad = uniform(n, 20 + (uint64_t)t, 0.5f);
+        p.zero_grad();
+        std::copy(grad.begin(), grad.end(), p.grad_buffer().f32());
+        adamw_step(cpu, 1e-3);
+        cuda::for_each(n, cuda::AdamWOp{param.data(), m.data(), v.data(), grad.data(), adamw_scalars(options, 1e-3, 0.01, t)}, 32);
+        EXPECT_EQ(param, p.to_vector()) << "step " << t;
+        EXPECT_EQ(m, cpu.state[0].tensor.to_vector()) << "step " << t;
+        EXPECT_EQ(v, cpu.state[1].tensor.to_vector()) << "step " << t;
+    }
 }
 
 TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {

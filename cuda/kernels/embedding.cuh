@@ -1,0 +1,29 @@
+// Embedding lookup and its backward, with the CPU op's arguments (autograd/ops/embedding.cpp):
+// out[n, :] = weight[ids[n], :]; dweight[ids[n], :] += dout[n, :], by atomicAdd, so a repeated id
+// gets every row's contribution (in an order the hardware picks: sums of repeated ids agree with
+// the CPU's to float rounding, the rest exactly).
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels/for_each.cuh"
+
+namespace qdq::cuda {
+
+struct EmbeddingForwardOp {
+    float* out;
+    const float* weight;
+    const int32_t* ids;
+    int64_t C;
+    __host__ __device__ void operator()(int64_t i) const { out[i] = weight[ids[i / C] * C + i % C]; }
+};
+
+struct EmbeddingBackwardOp {
+    float* dweight;
+    const float* dout;
+    const int32_t* ids;
+    int64_t C;
+    __device__ void operator()(int64_t i) const { atomicAdd(dweight + ids[i / C] * C + i % C, dout[i]); }
+};
+
+}  // namespace qdq::cuda
