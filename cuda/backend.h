@@ -44,5 +44,11 @@ void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* 
 void softmax_rows_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows, float scale,
                           int64_t rows, int64_t C);
 void softmax_rows_backward(float* dx, const float* dy, const float* y, float scale, int64_t rows, int64_t C);
+// LayerNorm by rows of C of x (+ residual, written to sum), saving mean (μ − x₀) and rstd;
+// backward from `in` (x, or sum) into dx (and dx2, the residual's, unless null), dgamma, dbeta.
+void layernorm_rows_forward(float* y, float* mean, float* rstd, float* sum, const float* x, const float* residual,
+                            const float* gamma, const float* beta, float eps, int64_t rows, int64_t C);
+void layernorm_rows_backward(float* dx, float* dx2, float* dgamma, float* dbeta, const float* dy, const float* in,
+                             const float* mean, const float* rstd, const float* gamma, int64_t rows, int64_t C);
 
 }  // namespace qdq::cuda

@@ -31,5 +31,13 @@ void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t) 
 void adamw_update(float*, float*, float*, const float*, int64_t, const AdamWScalars&) { unavailable(); }
 void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }
 void softmax_rows_backward(float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
+void layernorm_rows_forward(float*, float*, float*, float*, const float*, const float*, const float*, const float*, float,
+                            int64_t, int64_t) {
+    unavailable();
+}
+void layernorm_rows_backward(float*, float*, float*, float*, const float*, const float*, const float*, const float*,
+                             const float*, int64_t, int64_t) {
+    unavailable();
+}
 
 }  // namespace qdq::cuda

@@ -1,5 +1,7 @@
-// Row softmax entry points of the backend: cuda/kernels/softmax.cuh over device pointers.
+// Row kernels' entry points of the backend: cuda/kernels/softmax.cuh and layernorm.cuh over
+// device pointers.
 #include "cuda/backend.h"
+#include "cuda/kernels/layernorm.cuh"
 #include "cuda/kernels/softmax.cuh"
 
 namespace qdq::cuda {
@@ -11,6 +13,16 @@ void softmax_rows_forward(float* y, const float* x, const float* mask, const int
 
 void softmax_rows_backward(float* dx, const float* dy, const float* y, float scale, int64_t rows, int64_t C) {
     softmax_backward(dx, dy, y, scale, rows, C);
+}
+
+void layernorm_rows_forward(float* y, float* mean, float* rstd, float* sum, const float* x, const float* residual,
+                            const float* gamma, const float* beta, float eps, int64_t rows, int64_t C) {
+    layernorm_forward(y, mean, rstd, sum, x, residual, gamma, beta, eps, rows, C);
+}
+
+void layernorm_rows_backward(float* dx, float* dx2, float* dgamma, float* dbeta, const float* dy, const float* in,
+                             const float* mean, const float* rstd, const float* gamma, int64_t rows, int64_t C) {
+    layernorm_backward(dx, dx2, dgamma, dbeta, dy, in, mean, rstd, gamma, rows, C);
 }
 
 }  // namespace qdq::cuda

@@ -13,6 +13,7 @@
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/layernorm.cuh"
 #include "cuda/kernels/optimizer.cuh"
 #include "cuda/kernels/softmax.cuh"
 #include "optim/adamw.h"
@@ -153,6 +154,34 @@ TEST(CudaKernelsOnHost, AdamWStepEqualsTheCpuOptimizerBitForBit) {
         EXPECT_EQ(m, cpu.state[0].tensor.to_vector()) << "step " << t;
         EXPECT_EQ(v, cpu.state[1].tensor.to_vector()) << "step " << t;
     }
+}
+
+// Add & Norm over rows with a large mean and a small spread (the centring matters), forward and
+// backward into both addends, γ and β, against the CPU op. Row sums run in another order.
+TEST(CudaKernelsOnHost, AddLayerNormForwardAndBackwardMatchTheCpuOp) {
+    const int64_t rows = 4;
+    for (int64_t C : kLengths)
+        for (unsigned block : kBlocks) {
+            std::vector<float> x = uniform(rows * C, 13, 1.0f), res = uniform(rows * C, 14, 0.5f);
+            for (float& v : x) v += 30.0f;
+            const std::vector<float> gamma = uniform(C, 15, 2.0f), beta = uniform(C, 16, 1.0f), dy = uniform(rows * C, 17, 1.0f);
+            Tensor xt = from_vector({rows, C}, x).set_requires_grad(), rt = from_vector({rows, C}, res).set_requires_grad();
+            Tensor gt = from_vector({C}, gamma).set_requires_grad(), bt = from_vector({C}, beta).set_requires_grad();
+            Tensor yt = add_layer_norm(xt, rt, gt, bt, 1e-12f);
+            backward(yt, from_vector({rows, C}, dy));
+            std::vector<float> y((size_t)(rows * C)), sum((size_t)(rows * C)), mean((size_t)rows), rstd((size_t)rows);
+            std::vector<float> dx((size_t)(rows * C), 0.0f), dres((size_t)(rows * C), 0.0f), dg((size_t)C, 0.0f), db((size_t)C, 0.0f);
+            cuda::layernorm_forward(y.data(), mean.data(), rstd.data(), sum.data(), x.data(), res.data(), gamma.data(),
+                                    beta.data(), 1e-12f, rows, C, block);
+            cuda::layernorm_backward(dx.data(), dres.data(), dg.data(), db.data(), dy.data(), sum.data(), mean.data(),
+                                     rstd.data(), gamma.data(), rows, C, block);
+            const std::string what = std::to_string(C) + " / " + std::to_string(block);
+            expect_close(y, yt.to_vector(), 2e-6f, 2e-6f, "y " + what);
+            expect_close(dx, xt.grad().to_vector(), 2e-5f, 2e-5f, "dx " + what);
+            expect_close(dres, rt.grad().to_vector(), 2e-5f, 2e-5f, "dresidual " + what);
+            expect_close(dg, gt.grad().to_vector(), 2e-5f, 2e-5f, "dgamma " + what);
+            expect_close(db, bt.grad().to_vector(), 2e-5f, 2e-5f, "dbeta " + what);
+        }
 }
 
 TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {

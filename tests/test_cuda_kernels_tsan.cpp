@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/layernorm.cuh"
 #include "cuda/kernels/softmax.cuh"
 
 using namespace qdq;
@@ -60,6 +61,24 @@ TEST(CudaKernelsUnderTsan, SoftmaxRowsMatchADoubleReference) {
         for (int64_t j = 0; j < C; ++j) m = std::max(m, 0.5 * x[r * C + j]);
         for (int64_t j = 0; j < C; ++j) s += std::exp(0.5 * x[r * C + j] - m);
         for (int64_t j = 0; j < C; ++j) EXPECT_NEAR(y[r * C + j], std::exp(0.5 * x[r * C + j] - m) / s, 2e-7);
+    }
+}
+
+// Add & Norm writes the row's sum and then every thread reads all of it: without the barrier
+// between, this is a race. γ = 1, β = 0: each row comes out with mean 0 and variance 1.
+TEST(CudaKernelsUnderTsan, AddLayerNormIsRaceFreeAndNormalizes) {
+    const int64_t rows = 2, C = 100;
+    std::vector<float> x(rows * C), res(rows * C), y(rows * C), sum(rows * C), mean(rows), rstd(rows);
+    for (int64_t i = 0; i < rows * C; ++i) x[i] = (float)std::cos(0.11 * (double)i), res[i] = (float)(i % 3);
+    const std::vector<float> gamma(C, 1.0f), beta(C, 0.0f);
+    cuda::layernorm_forward(y.data(), mean.data(), rstd.data(), sum.data(), x.data(), res.data(), gamma.data(), beta.data(),
+                            1e-12f, rows, C, 64);
+    for (int64_t r = 0; r < rows; ++r) {
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < C; ++j) m += y[r * C + j] / (double)C;
+        for (int64_t j = 0; j < C; ++j) v += (y[r * C + j] - m) * (y[r * C + j] - m) / (double)C;
+        EXPECT_NEAR(m, 0.0, 1e-6);
+        EXPECT_NEAR(v, 1.0, 1e-5);
     }
 }
 

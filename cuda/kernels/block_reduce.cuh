@@ -4,6 +4,9 @@
 // row kernels check; every thread of the block must call it.
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 #include "cuda/kernels/kernel_compat.h"
 
 namespace qdq::cuda {
@@ -31,6 +34,12 @@ __device__ float block_reduce(float v, Op op, float identity) {
     v = warp_reduce(lane < blockDim.x / 32 ? partial[lane] : identity, op);
     __syncthreads();  // partial is written again by the next call
     return v;
+}
+
+// The launchers of row kernels check their block size with this.
+inline void check_row_block(unsigned block, const char* what) {
+    if (block == 0 || block % 32 != 0 || block > 1024)
+        throw std::invalid_argument(std::string(what) + ": the block size must be a multiple of 32, at most 1024");
 }
 
 }  // namespace qdq::cuda

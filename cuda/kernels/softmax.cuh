@@ -42,11 +42,6 @@ static __global__ void softmax_backward_rows(float* dx, const float* dy, const f
     for (int64_t j = threadIdx.x; j < C; j += blockDim.x) dxr[j] += scale * yr[j] * (dyr[j] - dot);
 }
 
-inline void check_row_block(unsigned block, const char* what) {
-    if (block == 0 || block % 32 != 0 || block > 1024)
-        throw std::invalid_argument(std::string(what) + ": the block size must be a multiple of 32, at most 1024");
-}
-
 inline void softmax_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows, float scale,
                             int64_t rows, int64_t C, unsigned block = 128) {
     check_row_block(block, "softmax_forward");

@@ -1,0 +1,97 @@
+// LayerNorm over rows of C, optionally of x + residual (BERT's "Add & Norm"), one block per row,
+// with the CPU kernel's arguments and arithmetic (autograd/ops/layernorm.cpp): rows centred on
+// their first value x₀, mean kept as μ − x₀, two-pass variance, rstd = 1/√(σ² + eps);
+//   dx = rstd·(dy·γ − mean(dy·γ) − x̂·mean(dy·γ·x̂)), into dx2 as well for the residual;
+//   dγ += Σ_rows dy·x̂, dβ += Σ_rows dy by a second kernel, one thread per column, rows in order.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/for_each.cuh"
+
+namespace qdq::cuda {
+
+static __global__ void layernorm_forward_rows(float* y, float* mean, float* rstd, float* sum, const float* x,
+                                              const float* residual, const float* gamma, const float* beta, float eps,
+                                              int64_t C) {
+    const int64_t r = blockIdx.x;
+    const float* in = x + r * C;
+    if (residual) {
+        for (int64_t j = threadIdx.x; j < C; j += blockDim.x) sum[r * C + j] = in[j] + residual[r * C + j];
+        __syncthreads();  // every thread reads the whole row below
+        in = sum + r * C;
+    }
+    const float x0 = in[0];
+    float total = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) total += in[j] - x0;
+    const float m = block_reduce(total, SumOp{}, 0.0f) / (float)C;
+    float squares = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) squares += ((in[j] - x0) - m) * ((in[j] - x0) - m);
+    const float rs = 1.0f / sqrtf(block_reduce(squares, SumOp{}, 0.0f) / (float)C + eps);
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) y[r * C + j] = ((in[j] - x0) - m) * rs * gamma[j] + beta[j];
+    if (threadIdx.x == 0) {
+        mean[r] = m;
+        rstd[r] = rs;
+    }
+}
+
+static __global__ void layernorm_backward_rows(float* dx, float* dx2, const float* dy, const float* in, const float* mean,
+                                               const float* rstd, const float* gamma, int64_t C) {
+    const int64_t r = blockIdx.x;
+    const float *dyr = dy + r * C, *inr = in + r * C;
+    const float x0 = inr[0], m = mean[r], rs = rstd[r];
+    float dnorm_sum = 0.0f, dnorm_xhat_sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
+        const float dnorm = dyr[j] * gamma[j];
+        dnorm_sum += dnorm;
+        dnorm_xhat_sum += dnorm * ((inr[j] - x0) - m) * rs;
+    }
+    const float offset = -rs * block_reduce(dnorm_sum, SumOp{}, 0.0f) / (float)C;
+    const float slope = -rs * rs * block_reduce(dnorm_xhat_sum, SumOp{}, 0.0f) / (float)C;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
+        const float g = dyr[j] * gamma[j] * rs + ((inr[j] - x0) - m) * slope + offset;
+        dx[r * C + j] += g;
+        if (dx2) dx2[r * C + j] += g;
+    }
+}
+
+// dgamma[j] += Σ_r dy·x̂, dbeta[j] += Σ_r dy, for column j
+struct LayerNormParamGradOp {
+    float* dgamma;
+    float* dbeta;
+    const float* dy;
+    const float* in;
+    const float* mean;
+    const float* rstd;
+    int64_t rows, C;
+    __host__ __device__ void operator()(int64_t j) const {
+        float dg = 0.0f, db = 0.0f;
+        for (int64_t r = 0; r < rows; ++r) {
+            const float d = dy[r * C + j];
+            dg += d * ((in[r * C + j] - in[r * C]) - mean[r]) * rstd[r];
+            db += d;
+        }
+        dgamma[j] += dg;
+        dbeta[j] += db;
+    }
+};
+
+inline void layernorm_forward(float* y, float* mean, float* rstd, float* sum, const float* x, const float* residual,
+                              const float* gamma, const float* beta, float eps, int64_t rows, int64_t C,
+                              unsigned block = 128) {
+    check_row_block(block, "layernorm_forward");
+    if (rows > 0) launch(layernorm_forward_rows, dim3((unsigned)rows), dim3(block), y, mean, rstd, sum, x, residual, gamma, beta, eps, C);
+}
+
+// `in` is what was normalized (x, or the sum forward wrote); dx2 may be null.
+inline void layernorm_backward(float* dx, float* dx2, float* dgamma, float* dbeta, const float* dy, const float* in,
+                               const float* mean, const float* rstd, const float* gamma, int64_t rows, int64_t C,
+                               unsigned block = 128) {
+    check_row_block(block, "layernorm_backward");
+    if (rows == 0) return;
+    launch(layernorm_backward_rows, dim3((unsigned)rows), dim3(block), dx, dx2, dy, in, mean, rstd, gamma, C);
+    for_each(C, LayerNormParamGradOp{dgamma, dbeta, dy, in, mean, rstd, rows, C}, block);
+}
+
+}  // namespace qdq::cuda
