@@ -37,6 +37,12 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
 // out [n, C] = weight rows at ids [n]; dweight rows at ids += dout rows (atomic adds).
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C);
+// Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device, integer
+// range [lo, bound]; the clipped STE's backward (cuda/quant_math.h).
+void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
+                        int64_t n);
+void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, int64_t C, int64_t inner,
+                         int64_t n);
 // AdamW's update of n elements (cuda/optimizer_math.h).
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s);
 // y = softmax(scale·x + mask) by rows of C (mask_rows[r]: row r's mask offset, or mask null);

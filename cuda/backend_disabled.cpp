@@ -28,6 +28,8 @@ void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { un
 void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
 void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
+void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t) { unavailable(); }
+void fake_quant_backward(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t) { unavailable(); }
 void adamw_update(float*, float*, float*, const float*, int64_t, const AdamWScalars&) { unavailable(); }
 void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }
 void softmax_rows_backward(float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }

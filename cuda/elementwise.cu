@@ -4,6 +4,7 @@
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/fake_quant.cuh"
 #include "cuda/kernels/optimizer.cuh"
 
 namespace qdq::cuda {
@@ -24,6 +25,15 @@ void embedding_forward(float* out, const float* weight, const int32_t* ids, int6
 }
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C) {
     for_each(n * C, EmbeddingBackwardOp{dweight, dout, ids, C});
+}
+
+void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
+                        int64_t n) {
+    for_each(n, FakeQuantForwardOp{y, x, amax, bound, lo, C, inner});
+}
+void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, int64_t C, int64_t inner,
+                         int64_t n) {
+    for_each(n, FakeQuantBackwardOp{dx, dy, x, amax, C, inner});
 }
 
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s) {

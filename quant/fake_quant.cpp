@@ -12,6 +12,7 @@
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/quant_math.h"
 #include "quant/channel_runs.h"
 
 namespace qdq {
@@ -19,41 +20,13 @@ namespace qdq {
 namespace {
 
 constexpr int64_t kGrain = 1 << 15;
-// PQ: "Treat amax smaller than minimum representable of fp16 0".
-constexpr float kTinyAmax = 0x1.0p-24f;
-// Adding then subtracting 1.5·2^23 rounds a float of magnitude < 2^22 to an integer, ties to
-// even (the default rounding mode), as std::nearbyint and torch.round do. Unlike nearbyint it
-// vectorises on baseline x86-64, which has no SSE4.1 round instruction. The value is clamped to
-// [lo, bound] first; those are integers, so clamping before rounding changes nothing.
-constexpr float kRound = 12582912.0f;
-
-// One channel's constants. PQ sets the scale of a tiny amax to 0 (every code 0) and divides by 1.
-struct ChannelScale {
-    float amax, scale, divisor;
-};
-
-ChannelScale channel_scale(float amax, float bound) {
-    if (amax <= kTinyAmax) return {amax, 0.0f, 1.0f};
-    float s = bound / amax;
-    return {amax, s, s};
-}
-
-// y [n] = clamp(round(clamp(x, ±clip)·scale), lo, hi) / divisor; clip is +inf unless the range is
-// learned. quant/CMakeLists.txt turns off FMA contraction: PQ rounds x·scale to float32 before
-// rounding to an integer, and a fused multiply-add would skip that rounding.
+// y [n] = fake_quant_value(x [n]) (cuda/quant_math.h, shared with the GPU). quant/CMakeLists.txt
+// turns off FMA contraction, as that header asks.
 QDQ_VECTOR_KERNEL
 void fake_quant_forward(float* y, const float* x, float scale, float divisor, float lo, float hi,
                         float clip, int64_t n) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-        // Ternaries, not std::min/max: those return references, which inside an omp simd loop
-        // GCC keeps in memory and then refuses to vectorise. NaN passes through as with them.
-        float v = x[i] < -clip ? -clip : x[i];
-        v = (clip < v ? clip : v) * scale;
-        v = v < lo ? lo : v;
-        v = hi < v ? hi : v;
-        y[i] = ((v + kRound) - kRound) / divisor;
-    }
+    for (int64_t i = 0; i < n; ++i) y[i] = fake_quant_value(x[i], scale, divisor, lo, hi, clip);
 }
 
 // dx [n] += dy where |x| <= amax (PQ's _fake_tensor_quant_backward)
@@ -98,7 +71,7 @@ double lsq_backward_step(const float* dy, const float* x, float scale, float lo,
 #pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < n; ++i) {
         float v = x[i] * scale;
-        float inside = ((v + kRound) - kRound) - v;
+        float inside = ((v + kRoundShift) - kRoundShift) - v;
         float d = v < lo ? lo : (hi < v ? hi : inside);
         sum += (double)dy[i] * (double)d;
     }

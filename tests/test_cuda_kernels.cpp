@@ -13,10 +13,12 @@
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/fake_quant.cuh"
 #include "cuda/kernels/layernorm.cuh"
 #include "cuda/kernels/optimizer.cuh"
 #include "cuda/kernels/softmax.cuh"
 #include "optim/adamw.h"
+#include "quant/fake_quant.h"
 
 using namespace qdq;
 
@@ -182,6 +184,32 @@ TEST(CudaKernelsOnHost, AddLayerNormForwardAndBackwardMatchTheCpuOp) {
             expect_close(dg, gt.grad().to_vector(), 2e-5f, 2e-5f, "dgamma " + what);
             expect_close(db, bt.grad().to_vector(), 2e-5f, 2e-5f, "dbeta " + what);
         }
+}
+
+// Per tensor and per channel (axis 0 of [C, inner], ranges 8× apart, one tiny amax that codes
+// everything 0), signed 8-bit and narrow 4-bit: the values and the STE's gradient equal the CPU
+// op's bit for bit, values at ties and beyond the range included.
+TEST(CudaKernelsOnHost, FakeQuantForwardAndBackwardEqualTheCpuOpBitForBit) {
+    for (int64_t inner : kLengths)
+        for (bool per_channel : {false, true})
+            for (int bits : {8, 4}) {
+                const int64_t C = 4, n = C * inner;
+                std::vector<float> x = uniform(n, 30, 3.0f), dy = uniform(n, 31, 1.0f);
+                x[0] = 0.5f * 2.0f / 127.0f;  // a tie at the first range's scale
+                const std::vector<float> amax = per_channel ? std::vector<float>{2.0f, 0.25f, 1e-30f, 1.0f} : std::vector<float>{2.0f};
+                QuantParams params{.num_bits = bits, .narrow_range = bits == 4};
+                if (per_channel) params.axis = 0;
+                Tensor xt = from_vector({C, inner}, x).set_requires_grad();
+                Tensor yt = fake_quant(xt, from_vector({(int64_t)amax.size()}, amax), params);
+                backward(yt, from_vector({C, inner}, dy));
+                std::vector<float> y((size_t)n), dx((size_t)n, 0.0f);
+                const int64_t channels = per_channel ? C : 1, run = per_channel ? inner : n;
+                cuda::for_each(n, cuda::FakeQuantForwardOp{y.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run}, 64);
+                cuda::for_each(n, cuda::FakeQuantBackwardOp{dx.data(), dy.data(), x.data(), amax.data(), channels, run}, 64);
+                const std::string what = std::to_string(inner) + (per_channel ? " per channel " : " per tensor ") + std::to_string(bits);
+                EXPECT_EQ(y, yt.to_vector()) << what;
+                EXPECT_EQ(dx, xt.grad().to_vector()) << what;
+            }
 }
 
 TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {

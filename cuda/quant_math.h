@@ -1,0 +1,42 @@
+// Fake quantization of one value, which the CPU kernels (quant/fake_quant.cpp) and the CUDA
+// kernel (cuda/kernels/fake_quant.cuh) both run, and the per-channel constants it needs. Both
+// sides must compile it without contracting x·scale into a fused multiply-add (g++
+// -ffp-contract=off, nvcc -fmad=false): PQ rounds x·scale to float32 before rounding it to an
+// integer.
+#pragma once
+
+#include "cuda/host_device.h"
+
+namespace qdq {
+
+// PQ: "Treat amax smaller than minimum representable of fp16 0".
+constexpr float kTinyAmax = 0x1.0p-24f;
+// Adding then subtracting 1.5·2^23 rounds a float of magnitude < 2^22 to an integer, ties to
+// even (the default rounding mode), as std::nearbyint and torch.round do. Unlike nearbyint it
+// vectorises on baseline x86-64, which has no SSE4.1 round instruction. The value is clamped to
+// [lo, hi] first; those are integers, so clamping before rounding changes nothing.
+constexpr float kRoundShift = 12582912.0f;
+
+// One channel's constants. PQ sets the scale of a tiny amax to 0 (every code 0) and divides by 1.
+struct ChannelScale {
+    float amax, scale, divisor;
+};
+
+QDQ_HOST_DEVICE ChannelScale channel_scale(float amax, float bound) {
+    if (amax <= kTinyAmax) return {amax, 0.0f, 1.0f};
+    const float s = bound / amax;
+    return {amax, s, s};
+}
+
+// clamp(round(clamp(x, ±clip)·scale), lo, hi) / divisor; clip is +inf unless the range is
+// learned. Ternaries, not std::min/max: those return references, which inside an omp simd loop
+// GCC keeps in memory and then refuses to vectorise. NaN passes through as with them.
+QDQ_HOST_DEVICE float fake_quant_value(float x, float scale, float divisor, float lo, float hi, float clip) {
+    float v = x < -clip ? -clip : x;
+    v = (clip < v ? clip : v) * scale;
+    v = v < lo ? lo : v;
+    v = hi < v ? hi : v;
+    return ((v + kRoundShift) - kRoundShift) / divisor;
+}
+
+}  // namespace qdq
