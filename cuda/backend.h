@@ -50,6 +50,12 @@ void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* 
 void softmax_rows_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows, float scale,
                           int64_t rows, int64_t C);
 void softmax_rows_backward(float* dx, const float* dy, const float* y, float scale, int64_t rows, int64_t C);
+// Cross-entropy by rows of C: each row's loss and its lse (row_max + log_sum), 0 for ignored
+// rows; backward dx += scale·(softmax − onehot) for the rest. The caller averages the losses.
+void cross_entropy_rows_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,
+                                int32_t ignore_index, int64_t rows, int64_t C);
+void cross_entropy_rows_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
+                                 const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C);
 // LayerNorm by rows of C of x (+ residual, written to sum), saving mean (μ − x₀) and rstd;
 // backward from `in` (x, or sum) into dx (and dx2, the residual's, unless null), dgamma, dbeta.
 void layernorm_rows_forward(float* y, float* mean, float* rstd, float* sum, const float* x, const float* residual,

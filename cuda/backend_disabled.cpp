@@ -33,6 +33,13 @@ void fake_quant_backward(float*, const float*, const float*, const float*, int64
 void adamw_update(float*, float*, float*, const float*, int64_t, const AdamWScalars&) { unavailable(); }
 void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }
 void softmax_rows_backward(float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
+void cross_entropy_rows_forward(float*, float*, float*, const float*, const int32_t*, int32_t, int64_t, int64_t) {
+    unavailable();
+}
+void cross_entropy_rows_backward(float*, const float*, const float*, const float*, const int32_t*, int32_t, float, int64_t,
+                                 int64_t) {
+    unavailable();
+}
 void layernorm_rows_forward(float*, float*, float*, float*, const float*, const float*, const float*, const float*, float,
                             int64_t, int64_t) {
     unavailable();

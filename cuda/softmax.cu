@@ -1,6 +1,7 @@
-// Row kernels' entry points of the backend: cuda/kernels/softmax.cuh and layernorm.cuh over
-// device pointers.
+// Row kernels' entry points of the backend: cuda/kernels/softmax.cuh, layernorm.cuh and
+// cross_entropy.cuh over device pointers.
 #include "cuda/backend.h"
+#include "cuda/kernels/cross_entropy.cuh"
 #include "cuda/kernels/layernorm.cuh"
 #include "cuda/kernels/softmax.cuh"
 
@@ -23,6 +24,16 @@ void layernorm_rows_forward(float* y, float* mean, float* rstd, float* sum, cons
 void layernorm_rows_backward(float* dx, float* dx2, float* dgamma, float* dbeta, const float* dy, const float* in,
                              const float* mean, const float* rstd, const float* gamma, int64_t rows, int64_t C) {
     layernorm_backward(dx, dx2, dgamma, dbeta, dy, in, mean, rstd, gamma, rows, C);
+}
+
+void cross_entropy_rows_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,
+                                int32_t ignore_index, int64_t rows, int64_t C) {
+    cross_entropy_forward(losses, row_max, log_sum, x, labels, ignore_index, rows, C);
+}
+
+void cross_entropy_rows_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
+                                 const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C) {
+    cross_entropy_backward(dx, x, row_max, log_sum, labels, ignore_index, scale, rows, C);
 }
 
 }  // namespace qdq::cuda

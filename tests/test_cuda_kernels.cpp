@@ -10,6 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/tape.h"
+#include "cuda/kernels/cross_entropy.cuh"
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/embedding.cuh"
@@ -210,6 +211,33 @@ TEST(CudaKernelsOnHost, FakeQuantForwardAndBackwardEqualTheCpuOpBitForBit) {
                 EXPECT_EQ(y, yt.to_vector()) << what;
                 EXPECT_EQ(dx, xt.grad().to_vector()) << what;
             }
+}
+
+// Rows of logits near 100 (where keeping m and s apart matters), one row ignored: the mean of the
+// kernel's row losses (in double, in row order, as the op takes it) and the gradient against the
+// CPU op.
+TEST(CudaKernelsOnHost, CrossEntropyRowsMatchTheCpuOp) {
+    const int64_t rows = 5;
+    for (int64_t C : kLengths)
+        for (unsigned block : kBlocks) {
+            std::vector<float> x = uniform(rows * C, 40, 4.0f);
+            for (float& v : x) v += 100.0f;
+            std::vector<int32_t> labels = {0, (int32_t)(C - 1), -100, (int32_t)(C / 2), (int32_t)(C / 3)};
+            Tensor xt = from_vector({rows, C}, x).set_requires_grad();
+            Tensor lt = empty({rows}, DType::I32);
+            std::copy(labels.begin(), labels.end(), lt.i32());
+            Tensor loss = cross_entropy(xt, lt, -100);
+            backward(loss);
+            std::vector<float> losses((size_t)rows), row_max((size_t)rows), log_sum((size_t)rows), dx((size_t)(rows * C), 0.0f);
+            cuda::cross_entropy_forward(losses.data(), row_max.data(), log_sum.data(), x.data(), labels.data(), -100, rows, C, block);
+            double total = 0;
+            for (float l : losses) total += l;
+            const std::string what = std::to_string(C) + " / " + std::to_string(block);
+            EXPECT_NEAR(total / 4.0, loss.item(), 2e-6 * std::max(1.0, std::fabs((double)loss.item()))) << what;
+            EXPECT_EQ(losses[2], 0.0f);
+            cuda::cross_entropy_backward(dx.data(), x.data(), row_max.data(), log_sum.data(), labels.data(), -100, 0.25f, rows, C, block);
+            expect_close(dx, xt.grad().to_vector(), 1e-7f, 2e-5f, "dx " + what);
+        }
 }
 
 TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {

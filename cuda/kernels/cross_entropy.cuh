@@ -1,0 +1,59 @@
+// Cross-entropy by rows on the device, one block per row, with the CPU kernels' arithmetic
+// (autograd/ops/cross_entropy.cpp): lse = m + s kept apart (m the row max, s = log Σ e^{x−m}),
+//   loss_r = (m − x[label]) + s,   dx_r += scale·(softmax(x_r) − onehot(label_r)),
+// ignored rows (label == ignore_index) give 0 and no gradient. The mean over the rows not
+// ignored is the caller's: summed in double in row order, as on the CPU.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels/block_reduce.cuh"
+
+namespace qdq::cuda {
+
+static __global__ void cross_entropy_forward_rows(float* losses, float* row_max, float* log_sum, const float* x,
+                                                  const int32_t* labels, int32_t ignore_index, int64_t C) {
+    const int64_t r = blockIdx.x;
+    const float* xr = x + r * C;
+    if (labels[r] == ignore_index) {  // the whole block takes this branch
+        if (threadIdx.x == 0) losses[r] = row_max[r] = log_sum[r] = 0.0f;
+        return;
+    }
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, xr[j]);
+    m = block_reduce(m, MaxOp{}, -INFINITY);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) sum += expf(xr[j] - m);
+    const float s = logf(block_reduce(sum, SumOp{}, 0.0f));
+    if (threadIdx.x == 0) {
+        losses[r] = (m - xr[labels[r]]) + s;
+        row_max[r] = m;
+        log_sum[r] = s;
+    }
+}
+
+static __global__ void cross_entropy_backward_rows(float* dx, const float* x, const float* row_max, const float* log_sum,
+                                                   const int32_t* labels, int32_t ignore_index, float scale, int64_t C) {
+    const int64_t r = blockIdx.x;
+    if (labels[r] == ignore_index) return;
+    const float *xr = x + r * C;
+    float* dxr = dx + r * C;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
+        dxr[j] += scale * expf((xr[j] - row_max[r]) - log_sum[r]) - (j == labels[r] ? scale : 0.0f);
+}
+
+inline void cross_entropy_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,
+                                  int32_t ignore_index, int64_t rows, int64_t C, unsigned block = 128) {
+    check_row_block(block, "cross_entropy_forward");
+    if (rows > 0) launch(cross_entropy_forward_rows, dim3((unsigned)rows), dim3(block), losses, row_max, log_sum, x, labels, ignore_index, C);
+}
+
+inline void cross_entropy_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
+                                   const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C,
+                                   unsigned block = 128) {
+    check_row_block(block, "cross_entropy_backward");
+    if (rows > 0)
+        launch(cross_entropy_backward_rows, dim3((unsigned)rows), dim3(block), dx, x, row_max, log_sum, labels, ignore_index, scale, C);
+}
+
+}  // namespace qdq::cuda
