@@ -43,6 +43,12 @@ void fake_quant_forward(float* y, const float* x, const float* amax, float bound
                         int64_t n);
 void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, int64_t C, int64_t inner,
                          int64_t n);
+// Calibration's collecting pass: per-channel max of |x| as float bits ([outer, C, inner]); a
+// histogram's counts in `bins` bins of `width` and the largest |x| as bits; NaN and infinities
+// counted in nonfinite. Device pointers, accumulated into.
+void max_collect(uint32_t* amax_bits, unsigned long long* nonfinite, const float* x, int64_t C, int64_t inner, int64_t n);
+void histogram_collect(unsigned long long* counts, uint32_t* max_bits, unsigned long long* nonfinite, const float* x,
+                       float width, int64_t bins, int64_t n);
 // AdamW's update of n elements (cuda/optimizer_math.h).
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s);
 // y = softmax(scale·x + mask) by rows of C (mask_rows[r]: row r's mask offset, or mask null);

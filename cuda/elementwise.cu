@@ -1,6 +1,7 @@
 // Element-wise entry points of the backend: the functors of cuda/kernels/*.cuh (the same text
 // the tests run on host threads) over device pointers.
 #include "cuda/backend.h"
+#include "cuda/kernels/calibration.cuh"
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/embedding.cuh"
@@ -34,6 +35,14 @@ void fake_quant_forward(float* y, const float* x, const float* amax, float bound
 void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, int64_t C, int64_t inner,
                          int64_t n) {
     for_each(n, FakeQuantBackwardOp{dx, dy, x, amax, C, inner});
+}
+
+void max_collect(uint32_t* amax_bits, unsigned long long* nonfinite, const float* x, int64_t C, int64_t inner, int64_t n) {
+    for_each(n, MaxCollectOp{amax_bits, nonfinite, x, C, inner});
+}
+void histogram_collect(unsigned long long* counts, uint32_t* max_bits, unsigned long long* nonfinite, const float* x,
+                       float width, int64_t bins, int64_t n) {
+    for_each(n, HistogramCollectOp{counts, max_bits, nonfinite, x, width, (float)bins * width, (float)(bins - 1)});
 }
 
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s) {

@@ -6,7 +6,7 @@
 //   __syncthreads() a barrier of the block's threads;
 //   __shfl_xor_sync() through the warp's lane slots and a barrier of its 32 threads, and the
 //   mask must name every lane (these kernels never shuffle in divergent code);
-//   atomicAdd through std::atomic_ref.
+//   atomicAdd and atomicMax through std::atomic_ref.
 // Data races the real hardware would have are races here, which ThreadSanitizer reports (a
 // missing __syncthreads in tests/test_cuda_kernels.cpp's broken kernel). Used by tests only:
 // the product's host build never compiles a kernel.
@@ -81,6 +81,15 @@ inline float __shfl_xor_sync(unsigned mask, float value, int lane_mask) {
 }
 
 inline float atomicAdd(float* address, float value) { return std::atomic_ref<float>(*address).fetch_add(value); }
+inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+    return std::atomic_ref<unsigned long long>(*address).fetch_add(value);
+}
+inline unsigned atomicMax(unsigned* address, unsigned value) {
+    std::atomic_ref<unsigned> a(*address);
+    unsigned old = a.load();
+    while (old < value && !a.compare_exchange_weak(old, value)) {}
+    return old;
+}
 
 namespace qdq::cuda {
 

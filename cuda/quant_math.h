@@ -1,9 +1,12 @@
 // Fake quantization of one value, which the CPU kernels (quant/fake_quant.cpp) and the CUDA
-// kernel (cuda/kernels/fake_quant.cuh) both run, and the per-channel constants it needs. Both
+// kernel (cuda/kernels/fake_quant.cuh) both run, the per-channel constants it needs, and a
+// histogram calibrator's bin of a value (quant/calibrators.cpp, cuda/kernels/calibration.cuh). Both
 // sides must compile it without contracting x·scale into a fused multiply-add (g++
 // -ffp-contract=off, nvcc -fmad=false): PQ rounds x·scale to float32 before rounding it to an
 // integer.
 #pragma once
+
+#include <cstdint>
 
 #include "cuda/host_device.h"
 
@@ -37,6 +40,13 @@ QDQ_HOST_DEVICE float fake_quant_value(float x, float scale, float divisor, floa
     v = v < lo ? lo : v;
     v = hi < v ? hi : v;
     return ((v + kRoundShift) - kRoundShift) / divisor;
+}
+
+// A histogram calibrator's bin for |x| = v within its range (quant/calibrators.h):
+// min(floor(v / width), bins − 1), v / width in float32, `last` = bins − 1 as a float.
+QDQ_HOST_DEVICE int32_t histogram_bin(float v, float width, float last) {
+    const float q = v / width;
+    return (int32_t)(last < q ? last : q);
 }
 
 }  // namespace qdq

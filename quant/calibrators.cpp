@@ -10,6 +10,7 @@
 
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
+#include "cuda/quant_math.h"
 #include "quant/channel_runs.h"
 
 namespace qdq {
@@ -58,9 +59,7 @@ float bin_indices(int32_t* idx, const float* x, float width, float range_end, in
         float v = std::fabs(x[i]);
         bool in = v <= range_end;
         float kept = in ? v : 0.0f;
-        float q = kept / width;
-        q = last < q ? last : q;
-        idx[i] = in ? (int32_t)q : bins;
+        idx[i] = in ? histogram_bin(kept, width, last) : bins;
         m = m < kept ? kept : m;
     }
     return m;

@@ -10,6 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/tape.h"
+#include "cuda/kernels/calibration.cuh"
 #include "cuda/kernels/cross_entropy.cuh"
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
@@ -19,6 +20,7 @@
 #include "cuda/kernels/optimizer.cuh"
 #include "cuda/kernels/softmax.cuh"
 #include "optim/adamw.h"
+#include "quant/calibrators.h"
 #include "quant/fake_quant.h"
 
 using namespace qdq;
@@ -238,6 +240,43 @@ TEST(CudaKernelsOnHost, CrossEntropyRowsMatchTheCpuOp) {
             cuda::cross_entropy_backward(dx.data(), x.data(), row_max.data(), log_sum.data(), labels.data(), -100, 0.25f, rows, C, block);
             expect_close(dx, xt.grad().to_vector(), 1e-7f, 2e-5f, "dx " + what);
         }
+}
+
+// The collecting pass against the CPU calibrators: per-channel maxima exactly; a histogram whose
+// width and bins a first batch set (on the CPU), then a second batch within its range: the
+// kernel's counts are exactly what the CPU added, and its max the batch's.
+TEST(CudaKernelsOnHost, CalibrationCollectionEqualsTheCpuCalibrators) {
+    for (int64_t inner : kLengths) {
+        const int64_t C = 3, n = C * inner;
+        std::vector<float> x = uniform(n, 50, 1.0f);
+        for (int64_t i = 0; i < n; ++i) x[(size_t)i] *= (float)(1 + (i / inner) % C * 4);  // channels 1×, 5×, 9×
+        MaxCalibrator cpu_max{.axis = 0};
+        collect(cpu_max, from_vector({C, inner}, x));
+        std::vector<uint32_t> bits((size_t)C, 0);
+        unsigned long long nonfinite = 0;
+        cuda::for_each(n, cuda::MaxCollectOp{bits.data(), &nonfinite, x.data(), C, inner}, 64);
+        for (int64_t c = 0; c < C; ++c) EXPECT_EQ(float_of_bits(bits[(size_t)c]), cpu_max.amax[(size_t)c]) << inner;
+
+        HistogramCalibrator cpu_hist;
+        std::vector<float> first = uniform(n, 51, 10.0f);
+        first[0] = 10.0f;  // the range: 2048 bins up to 10, beyond the second batch's 9
+        collect(cpu_hist, from_vector({n}, first));
+        const std::vector<int64_t> before = cpu_hist.counts;
+        const std::vector<float> batch = uniform(n, 52, 9.0f);
+        collect(cpu_hist, from_vector({n}, batch));
+        ASSERT_EQ(cpu_hist.counts.size(), before.size()) << "the second batch must not grow the range";
+        const int64_t bins = (int64_t)before.size();
+        std::vector<unsigned long long> counts((size_t)bins, 0);
+        uint32_t max_bits = 0;
+        cuda::for_each(n, cuda::HistogramCollectOp{counts.data(), &max_bits, &nonfinite, batch.data(), cpu_hist.width,
+                                                   (float)bins * cpu_hist.width, (float)(bins - 1)}, 64);
+        for (int64_t b = 0; b < bins; ++b)
+            ASSERT_EQ((int64_t)counts[(size_t)b], cpu_hist.counts[(size_t)b] - before[(size_t)b]) << inner << " bin " << b;
+        float batch_max = 0;
+        for (float v : batch) batch_max = std::max(batch_max, std::fabs(v));
+        EXPECT_EQ(float_of_bits(max_bits), batch_max);
+        EXPECT_EQ(nonfinite, 0u);
+    }
 }
 
 TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {
