@@ -1,7 +1,7 @@
-// Row-major GEMM through cuBLAS, which is column-major: a row-major C = op(A)·op(B) is the
-// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, so the operands swap and the transposes stay as given.
+// Row-major GEMM through cuBLAS, by the mapping of cuda/gemm_contract.h.
 #include "cuda/backend.h"
 #include "cuda/check.h"
+#include "cuda/gemm_contract.h"
 
 namespace qdq::cuda {
 
@@ -18,9 +18,10 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
           int64_t ldc) {
     if (M == 0 || N == 0) return;
-    QDQ_CUBLAS_CHECK(cublasSgemm(handle(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K,
-                                 &alpha, B, (int)ldb, A, (int)lda, &beta, C, (int)ldc));
+    const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+    QDQ_CUBLAS_CHECK(cublasSgemm(handle(), g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 (int)g.m, (int)g.n, (int)g.k, &alpha, g.first, (int)g.ld_first, g.second,
+                                 (int)g.ld_second, &beta, g.out, (int)g.ld_out));
 }
 
 }  // namespace qdq::cuda
