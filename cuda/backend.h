@@ -49,6 +49,10 @@ void fake_quant_backward(float* dx, const float* dy, const float* x, const float
 void max_collect(uint32_t* amax_bits, unsigned long long* nonfinite, const float* x, int64_t C, int64_t inner, int64_t n);
 void histogram_collect(unsigned long long* counts, uint32_t* max_bits, unsigned long long* nonfinite, const float* x,
                        float width, int64_t bins, int64_t n);
+// Gradient clipping: Σ x² over n device floats (in double, blocks summed in order on the host),
+// and x *= factor.
+double sum_of_squares(const float* x, int64_t n);
+void scale(float* x, float factor, int64_t n);
 // AdamW's update of n elements (cuda/optimizer_math.h).
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s);
 // y = softmax(scale·x + mask) by rows of C (mask_rows[r]: row r's mask offset, or mask null);

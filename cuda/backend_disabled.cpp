@@ -34,6 +34,8 @@ void max_collect(uint32_t*, unsigned long long*, const float*, int64_t, int64_t,
 void histogram_collect(unsigned long long*, uint32_t*, unsigned long long*, const float*, float, int64_t, int64_t) {
     unavailable();
 }
+double sum_of_squares(const float*, int64_t) { unavailable(); }
+void scale(float*, float, int64_t) { unavailable(); }
 void adamw_update(float*, float*, float*, const float*, int64_t, const AdamWScalars&) { unavailable(); }
 void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }
 void softmax_rows_backward(float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }

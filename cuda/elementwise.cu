@@ -1,11 +1,14 @@
 // Element-wise entry points of the backend: the functors of cuda/kernels/*.cuh (the same text
 // the tests run on host threads) over device pointers.
+#include <vector>
+
 #include "cuda/backend.h"
 #include "cuda/kernels/calibration.cuh"
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/embedding.cuh"
 #include "cuda/kernels/fake_quant.cuh"
+#include "cuda/kernels/grad_norm.cuh"
 #include "cuda/kernels/optimizer.cuh"
 
 namespace qdq::cuda {
@@ -44,6 +47,25 @@ void histogram_collect(unsigned long long* counts, uint32_t* max_bits, unsigned 
                        float width, int64_t bins, int64_t n) {
     for_each(n, HistogramCollectOp{counts, max_bits, nonfinite, x, width, (float)bins * width, (float)(bins - 1)});
 }
+
+double sum_of_squares(const float* x, int64_t n) {
+    if (n == 0) return 0.0;
+    const unsigned blocks = sum_of_squares_block_count(n, 256);
+    double* partial = static_cast<double*>(device_alloc(blocks * sizeof(double)));
+    std::vector<double> host(blocks);
+    try {
+        sum_of_squares(partial, x, n, 256);
+        copy(host.data(), false, partial, true, blocks * sizeof(double));
+    } catch (...) {
+        device_free(partial);
+        throw;
+    }
+    device_free(partial);
+    double total = 0;
+    for (double p : host) total += p;
+    return total;
+}
+void scale(float* x, float factor, int64_t n) { for_each(n, ScaleOp{x, factor}); }
 
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s) {
     for_each(n, AdamWOp{param, exp_avg, exp_avg_sq, grad, s});

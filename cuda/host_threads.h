@@ -51,7 +51,7 @@ struct Block {
     }
     std::barrier<> sync;
     std::vector<std::unique_ptr<std::barrier<>>> warps;
-    std::vector<float> lanes;  // one per thread: what a shuffle exchanges
+    std::vector<double> lanes;  // one per thread: what a shuffle exchanges (a float or a double, exactly)
 };
 
 inline Block* running = nullptr;
@@ -65,7 +65,8 @@ inline Block* running = nullptr;
 
 inline void __syncthreads() { qdq::cuda_host::running->sync.arrive_and_wait(); }
 
-inline float __shfl_xor_sync(unsigned mask, float value, int lane_mask) {
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
     using namespace qdq::cuda_host;
     const unsigned t = threadIdx.x, warp = t / kWarp, first = warp * kWarp;
     const unsigned lanes = std::min(kWarp, blockDim.x - first);
@@ -73,9 +74,9 @@ inline float __shfl_xor_sync(unsigned mask, float value, int lane_mask) {
     if (mask != active) fail("__shfl_xor_sync: mask " + std::to_string(mask) + " but the active lanes are " + std::to_string(active));
     const unsigned partner = first + ((t - first) ^ (unsigned)lane_mask);
     if (partner >= first + lanes) fail("__shfl_xor_sync: lane " + std::to_string(partner) + " does not exist");
-    running->lanes[t] = value;
+    running->lanes[t] = (double)value;
     running->warps[warp]->arrive_and_wait();
-    const float out = running->lanes[partner];
+    const T out = (T)running->lanes[partner];
     running->warps[warp]->arrive_and_wait();  // before any lane writes its slot again
     return out;
 }

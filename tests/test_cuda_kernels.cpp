@@ -16,12 +16,14 @@
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/embedding.cuh"
 #include "cuda/kernels/fake_quant.cuh"
+#include "cuda/kernels/grad_norm.cuh"
 #include "cuda/kernels/layernorm.cuh"
 #include "cuda/kernels/optimizer.cuh"
 #include "cuda/kernels/softmax.cuh"
 #include "autograd/gemm.h"
 #include "cuda/gemm_contract.h"
 #include "optim/adamw.h"
+#include "optim/clip_grad.h"
 #include "quant/calibrators.h"
 #include "quant/fake_quant.h"
 
@@ -278,6 +280,27 @@ TEST(CudaKernelsOnHost, CalibrationCollectionEqualsTheCpuCalibrators) {
         for (float v : batch) batch_max = std::max(batch_max, std::fabs(v));
         EXPECT_EQ(float_of_bits(max_bits), batch_max);
         EXPECT_EQ(nonfinite, 0u);
+    }
+}
+
+// Clipping by the kernels (Σ x² per block in double, partials summed in block order, then the
+// scale where the norm exceeds 1) against clip_grad_norm on the CPU: the norm within double
+// rounding, the gradients within a float ulp (one is left alone: its norm is below 1).
+TEST(CudaKernelsOnHost, GradientClippingMatchesTheCpu) {
+    for (int64_t n : {int64_t{1}, int64_t{77}, int64_t{3000}}) {
+        std::vector<float> g = uniform(n, 70, 3.0f);
+        Tensor p = from_vector({n}, std::vector<float>((size_t)n, 0.0f)).set_requires_grad();
+        std::copy(g.begin(), g.end(), p.grad_buffer().f32());
+        const double cpu_norm = clip_grad_norm(std::vector<Tensor>{p}, 1.0);
+        std::vector<double> partial(cuda::sum_of_squares_block_count(n, 256));
+        cuda::sum_of_squares(partial.data(), g.data(), n, 256);
+        double total = 0;
+        for (double v : partial) total += v;
+        const double norm = std::sqrt(total);
+        EXPECT_NEAR(norm, cpu_norm, 1e-12 * cpu_norm) << n;
+        const double factor = 1.0 / (norm + 1e-6);  // max_norm 1
+        if (factor < 1) cuda::for_each(n, cuda::ScaleOp{g.data(), (float)factor}, 256);
+        expect_close(g, p.grad().to_vector(), 0.0f, 1.2e-7f, "clipped " + std::to_string(n));
     }
 }
 

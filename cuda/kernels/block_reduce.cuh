@@ -12,21 +12,22 @@
 namespace qdq::cuda {
 
 struct SumOp {
-    __host__ __device__ float operator()(float a, float b) const { return a + b; }
+    template <typename T>
+    __host__ __device__ T operator()(T a, T b) const { return a + b; }
 };
 struct MaxOp {
     __host__ __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
-template <typename Op>
-__device__ float warp_reduce(float v, Op op) {
+template <typename T, typename Op>
+__device__ T warp_reduce(T v, Op op) {
     for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
     return v;
 }
 
-template <typename Op>
-__device__ float block_reduce(float v, Op op, float identity) {
-    __shared__ float partial[32];
+template <typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T identity) {
+    __shared__ T partial[32];
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     v = warp_reduce(v, op);
     if (lane == 0) partial[warp] = v;
