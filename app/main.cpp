@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "app/cli.h"
+#include "app/selftest.h"
 #include "app/training_curves.h"
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
@@ -40,12 +42,14 @@ const char* kUsage =
     "  curves RUN_DIR    plot a run's training loss and evaluation metrics (SVG)\n"
     "  export CONFIG     write a checkpoint as an ONNX model (float, or QDQ when quantized)\n"
     "  save-pretrained CONFIG  write a checkpoint as a Hugging Face directory\n"
+    "  selftest          check the CUDA backend against the CPU on this machine's GPU (run it first)\n"
     "\n"
     "options:\n"
     "  --version         print the version, the GEMM backends (FP32, bf16) and the CUDA status\n"
     "  --help            print this help; 'qdqtrain <command> --help' for a command's\n"
     "\n"
-    "exit codes: 0 done, 1 failed, 2 bad usage or config, 3 diverged, 130 interrupted\n";
+    "exit codes: 0 done, 1 failed, 2 bad usage or config, 3 diverged, 77 no GPU for selftest,\n"
+    "130 interrupted\n";
 
 const char* kSetHelp =
     "  --set KEY=VALUE   override a config key (dotted path, e.g. training.learning_rate=3e-5;\n"
@@ -112,6 +116,7 @@ int main(int argc, char** argv) {
             std::printf("cuda: %s\n", qdq::cuda::device_description().c_str());
             return 0;
         }
+        if (name == "selftest") return qdq::run_selftest(std::cout, argv[0]);
         if (name == "curves") {
             // Not a config command: it reads a finished (or running) run directory.
             std::vector<std::string> args(argv + 2, argv + argc);

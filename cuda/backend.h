@@ -14,6 +14,8 @@ namespace qdq::cuda {
 bool built_with_cuda();
 int device_count();  // 0 without a driver or device; never throws
 std::string device_description();
+// "driver 13.0, runtime 13.0" (needs a device).
+std::string runtime_versions();
 
 void* device_alloc(size_t bytes);
 void device_free(void* ptr);

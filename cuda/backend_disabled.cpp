@@ -13,6 +13,7 @@ namespace qdq::cuda {
 bool built_with_cuda() { return false; }
 int device_count() { return 0; }
 std::string device_description() { return "CUDA backend not built"; }
+std::string runtime_versions() { unavailable(); }
 void* device_alloc(size_t) { unavailable(); }
 void device_free(void*) {}
 void memset_zero(void*, size_t) { unavailable(); }

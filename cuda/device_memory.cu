@@ -24,6 +24,14 @@ std::string device_description() {
            std::to_string(prop.minor) + ")";
 }
 
+std::string runtime_versions() {
+    int driver = 0, runtime = 0;
+    QDQ_CUDA_CHECK(cudaDriverGetVersion(&driver));
+    QDQ_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+    return "driver " + version(driver) + ", runtime " + version(runtime);
+}
+
 void* device_alloc(size_t bytes) {
     void* ptr = nullptr;
     QDQ_CUDA_CHECK(cudaMalloc(&ptr, bytes ? bytes : 1));

@@ -1,0 +1,227 @@
+#include "app/selftest.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/gemm.h"
+#include "autograd/ops.h"
+#include "autograd/rng.h"
+#include "autograd/tape.h"
+#include "cuda/backend.h"
+#include "optim/adamw.h"
+#include "quant/calibrators.h"
+#include "quant/fake_quant.h"
+
+namespace qdq {
+
+namespace {
+
+// A device copy of a host array, freed with it.
+template <typename T>
+struct DeviceArray {
+    T* ptr = nullptr;
+    size_t n = 0;
+    explicit DeviceArray(const std::vector<T>& host) : n(host.size()) {
+        ptr = static_cast<T*>(cuda::device_alloc(n * sizeof(T)));
+        cuda::copy(ptr, true, host.data(), false, n * sizeof(T));
+    }
+    ~DeviceArray() { cuda::device_free(ptr); }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    std::vector<T> host() const {
+        std::vector<T> out(n);
+        cuda::copy(out.data(), false, ptr, true, n * sizeof(T));
+        return out;
+    }
+};
+
+std::vector<float> uniform(int64_t n, uint64_t seed, float scale) {
+    Rng rng(seed);
+    std::vector<float> v((size_t)n);
+    for (float& x : v) x = scale * (2.0f * rng.uniform() - 1.0f);
+    return v;
+}
+
+// The worst |gpu − cpu| / (atol + rtol·|cpu|): at most 1 passes; atol = rtol = 0 asks for equality.
+double worst(const std::vector<float>& gpu, const std::vector<float>& cpu, double atol, double rtol) {
+    if (gpu.size() != cpu.size()) return INFINITY;
+    double w = 0;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        const double d = std::fabs((double)gpu[i] - (double)cpu[i]), allowed = atol + rtol * std::fabs((double)cpu[i]);
+        w = std::max(w, allowed == 0 ? (d == 0 ? 0.0 : INFINITY) : d / allowed);
+    }
+    return w;
+}
+
+using Check = std::function<double(int64_t C)>;  // the worst ratio at row length C
+
+double check_elementwise(int64_t C) {
+    const int64_t n = 3 * C;
+    const std::vector<float> x = uniform(n, 1, 9.0f), b = uniform(n, 2, 1.0f);
+    DeviceArray<float> dx(x), db(b), out(std::vector<float>((size_t)n)), grad(std::vector<float>((size_t)n, 0.0f));
+    cuda::add(out.ptr, dx.ptr, db.ptr, n);
+    double w = worst(out.host(), add(from_vector({n}, x), from_vector({n}, b)).to_vector(), 0, 0);
+    Tensor xt = from_vector({n}, x).set_requires_grad();
+    Tensor yt = gelu(xt);
+    backward(yt, from_vector({n}, b));
+    cuda::gelu_forward(out.ptr, dx.ptr, n);
+    cuda::gelu_backward(grad.ptr, db.ptr, dx.ptr, n);
+    w = std::max(w, worst(out.host(), yt.to_vector(), 1e-7, 1e-6));
+    return std::max(w, worst(grad.host(), xt.grad().to_vector(), 1e-7, 1e-6));
+}
+
+double check_softmax(int64_t C) {
+    const int64_t rows = 3;
+    const std::vector<float> x = uniform(rows * C, 3, 6.0f), dy = uniform(rows * C, 4, 1.0f);
+    Tensor xt = from_vector({rows, C}, x).set_requires_grad();
+    Tensor yt = softmax(xt, 0.125f);
+    backward(yt, from_vector({rows, C}, dy));
+    DeviceArray<float> dx_in(x), ddy(dy), y(std::vector<float>((size_t)(rows * C))), dx(std::vector<float>((size_t)(rows * C), 0.0f));
+    DeviceArray<int64_t> mask_rows(std::vector<int64_t>{0, 0, 0});
+    cuda::softmax_rows_forward(y.ptr, dx_in.ptr, nullptr, mask_rows.ptr, 0.125f, rows, C);
+    cuda::softmax_rows_backward(dx.ptr, ddy.ptr, y.ptr, 0.125f, rows, C);
+    return std::max(worst(y.host(), yt.to_vector(), 1e-8, 4e-6), worst(dx.host(), xt.grad().to_vector(), 1e-8, 2e-5));
+}
+
+double check_layernorm(int64_t C) {
+    const int64_t rows = 4;
+    std::vector<float> x = uniform(rows * C, 5, 1.0f);
+    for (float& v : x) v += 30.0f;
+    const std::vector<float> res = uniform(rows * C, 6, 0.5f), gamma = uniform(C, 7, 2.0f), beta = uniform(C, 8, 1.0f),
+                             dy = uniform(rows * C, 9, 1.0f);
+    Tensor xt = from_vector({rows, C}, x).set_requires_grad(), rt = from_vector({rows, C}, res).set_requires_grad();
+    Tensor gt = from_vector({C}, gamma).set_requires_grad(), bt = from_vector({C}, beta).set_requires_grad();
+    backward(add_layer_norm(xt, rt, gt, bt, 1e-12f), from_vector({rows, C}, dy));
+    const std::vector<float> zeros_rc((size_t)(rows * C), 0.0f), zeros_c((size_t)C, 0.0f), zeros_r((size_t)rows, 0.0f);
+    DeviceArray<float> dxin(x), dres(res), dg(gamma), dbeta(beta), ddy(dy), y(zeros_rc), sum(zeros_rc), mean(zeros_r),
+        rstd(zeros_r), gx(zeros_rc), gr(zeros_rc), ggamma(zeros_c), gbeta(zeros_c);
+    cuda::layernorm_rows_forward(y.ptr, mean.ptr, rstd.ptr, sum.ptr, dxin.ptr, dres.ptr, dg.ptr, dbeta.ptr, 1e-12f, rows, C);
+    cuda::layernorm_rows_backward(gx.ptr, gr.ptr, ggamma.ptr, gbeta.ptr, ddy.ptr, sum.ptr, mean.ptr, rstd.ptr, dg.ptr, rows, C);
+    double w = worst(gx.host(), xt.grad().to_vector(), 2e-5, 2e-5);
+    w = std::max(w, worst(gr.host(), rt.grad().to_vector(), 2e-5, 2e-5));
+    w = std::max(w, worst(ggamma.host(), gt.grad().to_vector(), 2e-5, 2e-5));
+    return std::max(w, worst(gbeta.host(), bt.grad().to_vector(), 2e-5, 2e-5));
+}
+
+double check_cross_entropy(int64_t C) {
+    const int64_t rows = 4;
+    std::vector<float> x = uniform(rows * C, 10, 4.0f);
+    const std::vector<int32_t> labels = {0, (int32_t)(C - 1), -100, (int32_t)(C / 2)};
+    Tensor xt = from_vector({rows, C}, x).set_requires_grad(), lt = empty({rows}, DType::I32);
+    std::copy(labels.begin(), labels.end(), lt.i32());
+    Tensor loss = cross_entropy(xt, lt, -100);
+    backward(loss);
+    const std::vector<float> zeros_r((size_t)rows, 0.0f);
+    DeviceArray<float> dxin(x), losses(zeros_r), row_max(zeros_r), log_sum(zeros_r), dx(std::vector<float>((size_t)(rows * C), 0.0f));
+    DeviceArray<int32_t> dl(labels);
+    cuda::cross_entropy_rows_forward(losses.ptr, row_max.ptr, log_sum.ptr, dxin.ptr, dl.ptr, -100, rows, C);
+    cuda::cross_entropy_rows_backward(dx.ptr, dxin.ptr, row_max.ptr, log_sum.ptr, dl.ptr, -100, 1.0f / 3, rows, C);
+    double total = 0;
+    for (float l : losses.host()) total += l;
+    const double w = std::fabs(total / 3 - loss.item()) / (1e-6 * std::max(1.0, std::fabs((double)loss.item())));
+    return std::max(w, worst(dx.host(), xt.grad().to_vector(), 1e-7, 2e-5));
+}
+
+// Dropout masks, embedding gathers and fake-quantization codes must be the CPU's exactly.
+double check_exact_ops(int64_t C) {
+    const int64_t n = 4 * C;
+    const std::vector<float> x = uniform(n, 11, 3.0f);
+    Rng rng(12);
+    Tensor dropped = dropout(from_vector({n}, x), 0.3f, true, rng);
+    DeviceArray<float> dx(x), y(std::vector<float>((size_t)n));
+    cuda::dropout_forward(y.ptr, dx.ptr, Rng(12).next_u64(), 0.3f, 1.0f / 0.7f, n);
+    double w = worst(y.host(), dropped.to_vector(), 0, 0);
+    const std::vector<float> amax = {2.0f, 0.25f, 1e-30f, 1.0f};
+    QuantParams params{.axis = 0};
+    Tensor quantized = fake_quant(from_vector({4, C}, x), from_vector({4}, amax), params);
+    DeviceArray<float> damax(amax);
+    cuda::fake_quant_forward(y.ptr, dx.ptr, damax.ptr, quant_bound(params), quant_min(params), 4, C, n);
+    w = std::max(w, worst(y.host(), quantized.to_vector(), 0, 0));
+    const std::vector<int32_t> ids = {3, 0, 3, 1};
+    Tensor id_tensor = empty({4}, DType::I32);
+    std::copy(ids.begin(), ids.end(), id_tensor.i32());
+    DeviceArray<int32_t> dids(ids);
+    cuda::embedding_forward(y.ptr, dx.ptr, dids.ptr, 4, C);
+    return std::max(w, worst(y.host(), embedding(from_vector({4, C}, x), id_tensor).to_vector(), 0, 0));
+}
+
+double check_gemm(int64_t C) {
+    const int64_t M = 7, N = C, K = 33;
+    double w = 0;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            const std::vector<float> A = uniform(M * K, 13, 1.0f), B = uniform(K * N, 14, 1.0f);
+            std::vector<float> cpu((size_t)(M * N), 0.0f);
+            gemm(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, cpu.data(), N);
+            DeviceArray<float> dA(A), dB(B), dC(std::vector<float>((size_t)(M * N), 0.0f));
+            cuda::gemm(ta, tb, M, N, K, 1.0f, dA.ptr, ta ? M : K, dB.ptr, tb ? K : N, 0.0f, dC.ptr, N);
+            w = std::max(w, worst(dC.host(), cpu, 1e-5, 1e-5));
+        }
+    return w;
+}
+
+double check_optimizer(int64_t C) {
+    const std::vector<float> param = uniform(C, 15, 1.0f), grad = uniform(C, 16, 0.5f), zeros((size_t)C, 0.0f);
+    Tensor p = from_vector({C}, param).set_requires_grad();
+    std::copy(grad.begin(), grad.end(), p.grad_buffer().f32());
+    AdamW cpu = make_adamw({{{{"w", p}}, 0.01}});
+    adamw_step(cpu, 1e-3);
+    DeviceArray<float> dp(param), dm(zeros), dv(zeros), dg(grad);
+    cuda::adamw_update(dp.ptr, dm.ptr, dv.ptr, dg.ptr, C, adamw_scalars({}, 1e-3, 0.01, 1));
+    const double w = worst(dp.host(), p.to_vector(), 1e-7, 1e-6);
+    double norm = std::sqrt(cuda::sum_of_squares(dg.ptr, C)), cpu_norm = 0;
+    for (float g : grad) cpu_norm += (double)g * g;
+    return std::max(w, std::fabs(norm - std::sqrt(cpu_norm)) / (1e-9 * std::max(1.0, norm)));
+}
+
+struct NamedCheck {
+    const char* name;
+    Check run;
+};
+
+// Every check at every row length; prints a line each. Returns whether all passed.
+bool run_checks(std::ostream& out) {
+    const NamedCheck checks[] = {{"add, gelu forward and backward", check_elementwise},
+                                 {"softmax rows forward and backward", check_softmax},
+                                 {"add & layernorm forward and backward", check_layernorm},
+                                 {"cross-entropy forward and backward", check_cross_entropy},
+                                 {"dropout, fake quantization, embedding (exact)", check_exact_ops},
+                                 {"cuBLAS GEMM, four transposes", check_gemm},
+                                 {"AdamW and the gradient norm", check_optimizer}};
+    bool all = true;
+    for (const NamedCheck& c : checks) {
+        double w = 0;
+        for (int64_t C : {1, 31, 33, 77, 768}) w = std::max(w, c.run(C));
+        const bool ok = w <= 1.0;
+        all = all && ok;
+        out << (ok ? "  ok        " : "  MISMATCH  ") << c.name << " (worst " << w << " of the tolerance)\n";
+    }
+    return all;
+}
+
+}  // namespace
+
+int run_selftest(std::ostream& out, const char* self_path) {
+    out << "qdqtrain selftest\n  backend: " << cuda::device_description() << "\n";
+    if (!cuda::built_with_cuda() || cuda::device_count() == 0) {
+        out << "selftest: no CUDA device here, nothing to check (exit " << kSelftestNoDevice << ")\n";
+        return kSelftestNoDevice;
+    }
+    out << "  " << cuda::runtime_versions() << "\n";
+    bool ok = run_checks(out);
+    out << "  not yet: BERT training steps on the device (the ops do not route every tensor there yet)\n";
+    const bool nested = std::getenv("QDQ_SELFTEST_UNDER_SANITIZER") != nullptr;
+    if (!nested && std::system("command -v compute-sanitizer > /dev/null 2>&1") == 0) {
+        out << "  again under compute-sanitizer:\n" << std::flush;
+        const std::string command = std::string("QDQ_SELFTEST_UNDER_SANITIZER=1 compute-sanitizer --error-exitcode 1 '") +
+                                    self_path + "' selftest";
+        ok = std::system(command.c_str()) == 0 && ok;
+    }
+    out << (ok ? "selftest: every check agrees\n" : "selftest: FAILED\n");
+    return ok ? 0 : 1;
+}
+
+}  // namespace qdq
