@@ -300,12 +300,7 @@ TEST(DataParallel, AKilledRankStopsTheJobAndTheRelaunchResumesBitIdentical) {
     if (skip_without_mpirun()) return;
     TempDir dir;
     write_task_files(dir);
-    nlohmann::json raw = tiny_config(dir, "straight");
-    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
-    raw["training"]["max_steps"] = 300;
-    raw["training"]["save_steps"] = 10;
-    raw["training"]["eval_steps"] = 50;
-    raw["training"]["logging_steps"] = 7;
+    nlohmann::json raw = resumable_config(dir, "straight");
     Process straight = train_on_two_ranks(dir.write("straight.json", raw.dump()));
     ASSERT_EQ(straight.status, 0) << straight.output;
 

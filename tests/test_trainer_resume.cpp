@@ -56,12 +56,7 @@ void expect_killed_run_resumes_bit_identical(const std::function<void(const Temp
                                              const std::function<void(const fs::path&)>& check_model = {}) {
     TempDir dir;
     write_task_files(dir);
-    nlohmann::json raw = tiny_config(dir, "straight");
-    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
-    raw["training"]["max_steps"] = 300;
-    raw["training"]["save_steps"] = 10;
-    raw["training"]["eval_steps"] = 50;
-    raw["training"]["logging_steps"] = 7;
+    nlohmann::json raw = resumable_config(dir, "straight");
     configure(dir, raw);
     Process straight = run_qdqtrain("train " + dir.write("straight.json", raw.dump(2)));
     ASSERT_EQ(straight.status, 0) << straight.output;

@@ -41,4 +41,17 @@ inline nlohmann::json tiny_config(const TempDir& dir, const std::string& out) {
               {"save_steps", 4}}}};
 }
 
+// The tiny task's run for the kill-and-resume tests: dropout on (its random stream must come
+// back from the checkpoint), 300 steps, a checkpoint every 10, logs every 7 and evaluations every
+// 50 (so that a log window and an evaluation straddle the kills).
+inline nlohmann::json resumable_config(const TempDir& dir, const std::string& out) {
+    nlohmann::json raw = tiny_config(dir, out);
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;
+    raw["training"]["max_steps"] = 300;
+    raw["training"]["save_steps"] = 10;
+    raw["training"]["eval_steps"] = 50;
+    raw["training"]["logging_steps"] = 7;
+    return raw;
+}
+
 }  // namespace qdq::testing
