@@ -9,11 +9,14 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 namespace qdq {
 
 constexpr int kSelftestNoDevice = 77;  // the "skipped" code of automake and ctest
 
-int run_selftest(std::ostream& out, const char* self_path);
+// self_path: this binary, run again under compute-sanitizer when that is installed; empty skips
+// that second run.
+int run_selftest(std::ostream& out, const std::string& self_path);
 
 }  // namespace qdq

@@ -1,6 +1,7 @@
-# Decides QDQ_HAVE_CUDA from QDQ_CUDA (AUTO | ON | OFF).
+# Decides QDQ_HAVE_CUDA from QDQ_CUDA (AUTO | ON | OFF | EMULATED). EMULATED is a test build
+# without a GPU: the backend's kernels run on host threads (cuda/emulated/).
 set(QDQ_HAVE_CUDA OFF)
-if(NOT QDQ_CUDA STREQUAL "OFF")
+if(NOT QDQ_CUDA STREQUAL "OFF" AND NOT QDQ_CUDA STREQUAL "EMULATED")
   include(CheckLanguage)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)

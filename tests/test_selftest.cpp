@@ -1,0 +1,28 @@
+// qdqtrain selftest (app/selftest.h) as a user with a GPU runs it. Built against the emulated
+// device (QDQ_CUDA=EMULATED: the kernels on host threads) it must find every kernel in agreement
+// with the CPU, which checks the self-test's own plumbing (buffers, copies, comparisons) where
+// no GPU is; against no device it must say so and exit 77.
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "app/selftest.h"
+#include "cuda/backend.h"
+
+using namespace qdq;
+
+TEST(Selftest, ChecksEveryKernelOrSaysThereIsNoDevice) {
+    std::ostringstream out;
+    const int code = run_selftest(out, "");
+    const std::string text = out.str();
+    if (cuda::device_count() == 0) {
+        EXPECT_EQ(code, kSelftestNoDevice) << text;
+        EXPECT_NE(text.find("no CUDA device"), std::string::npos) << text;
+        GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
+    }
+    std::cout << text;  // each check's worst ratio to its tolerance, for the log
+    EXPECT_EQ(code, 0) << text;
+    EXPECT_EQ(text.find("MISMATCH"), std::string::npos) << text;
+    EXPECT_NE(text.find("every check agrees"), std::string::npos) << text;
+}
