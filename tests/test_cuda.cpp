@@ -5,6 +5,7 @@
 
 #include "autograd/gemm.h"
 #include "autograd/ops.h"
+#include "autograd/rng.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
 #include "tests/support/gradcheck.h"
@@ -78,8 +79,32 @@ TEST(Cuda, AddAndMatmulDispatchByDeviceForwardAndBackward) {
     expect_close(gpu[2], cpu[2], 1e-5f, 1e-5f, "grad b");
 }
 
+// GELU, dropout and the embedding on the device, forward and backward, against the CPU: the
+// mask and the gathered rows exactly, GELU within the two sides' different erfc and exp.
+TEST(Cuda, GeluDropoutAndEmbeddingDispatchByDevice) {
+    REQUIRE_CUDA_DEVICE();
+    Tensor weight = random_tensor({6, 33}, 10), grad = random_tensor({4, 33}, 11);
+    Tensor ids = empty({4}, DType::I32);
+    const int32_t id_values[] = {5, 0, 5, 2};
+    std::copy(id_values, id_values + 4, ids.i32());
+    auto run = [&](Device device) {
+        Tensor w = weight.to(device).set_requires_grad();
+        Rng rng(3);
+        Tensor h = gelu(embedding(w, ids));
+        Tensor y = dropout(h, 0.25f, true, rng);
+        EXPECT_EQ(y.device(), device);
+        backward(y, grad.to(device));
+        return std::vector<Tensor>{y.detach().to(Device::CPU), w.grad().to(Device::CPU)};
+    };
+    std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+    expect_close(gpu[0], cpu[0], 1e-6f, 1e-6f, "output");
+    expect_close(gpu[1], cpu[1], 1e-6f, 1e-6f, "grad weight");
+    const std::vector<float> a = gpu[0].to_vector(), b = cpu[0].to_vector();
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i] == 0.0f, b[i] == 0.0f) << "the dropout mask differs at " << i;
+}
+
 TEST(Cuda, OpWithoutACudaKernelSaysSo) {
     REQUIRE_CUDA_DEVICE();
     Tensor x = random_tensor({4}, 9).to(Device::CUDA);
-    EXPECT_THROW(gelu(x), std::runtime_error);
+    EXPECT_THROW(tanh(x), std::runtime_error);
 }

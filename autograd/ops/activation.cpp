@@ -6,6 +6,7 @@
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -63,9 +64,19 @@ void check_cpu_float(const Tensor& x, const char* op) {
     check_cpu(op, {&x});
 }
 
+// The device path: the same function on the GPU (cuda/kernels/elementwise.cuh).
+Tensor gelu_cuda(const Tensor& x) {
+    Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
+    cuda::gelu_forward(y.f32(), x.f32(), x.numel());
+    if (needs_grad({x}))
+        record(y, {x}, [x](const Tensor& gy) { cuda::gelu_backward(x.grad_buffer().f32(), gy.f32(), x.f32(), x.numel()); });
+    return y;
+}
+
 }  // namespace
 
 Tensor gelu(const Tensor& x) {
+    if (x.defined() && x.dtype() == DType::F32 && x.is_cuda()) return gelu_cuda(x);
     check_cpu_float(x, "gelu");
     Tensor y = empty(x.shape());
     float* py = y.f32();

@@ -5,6 +5,7 @@
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -30,15 +31,26 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
         dx[i] += hashed_uniform(key, (uint64_t)i) < p ? 0.0f : dy[i] * scale;
 }
 
+// The device path: the same mask for the key (cuda/kernels/dropout.cuh).
+Tensor dropout_cuda(const Tensor& x, uint64_t key, float p, float scale) {
+    Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
+    cuda::dropout_forward(y.f32(), x.f32(), key, p, scale, x.numel());
+    if (needs_grad({x}))
+        record(y, {x}, [x, key, p, scale](const Tensor& gy) {
+            cuda::dropout_backward(x.grad_buffer().f32(), gy.f32(), key, p, scale, x.numel());
+        });
+    return y;
+}
+
 }  // namespace
 
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
     check(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1), got " + std::to_string(p));
     if (!training || p == 0.0f) return x;
     check(x.defined() && x.dtype() == DType::F32, "dropout: x must be float32");
-    check_cpu("dropout", {&x});
     uint64_t key = rng.next_u64();
     float scale = 1.0f / (1.0f - p);
+    if (x.is_cuda()) return dropout_cuda(x, key, p, scale);
     Tensor y = empty(x.shape());
     float* py = y.f32();
     const float* px = x.f32();

@@ -5,6 +5,7 @@
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -37,6 +38,18 @@ void embedding_backward(float* dweight, const float* dout, const int32_t* ids, i
                  });
 }
 
+// The device path (cuda/kernels/embedding.cuh), the ids already checked and copied there.
+Tensor embedding_cuda(const Tensor& weight, const Tensor& device_ids, const Shape& out_shape) {
+    const int64_t n = device_ids.numel(), C = weight.size(1);
+    Tensor y = empty(out_shape, DType::F32, Device::CUDA);
+    cuda::embedding_forward(y.f32(), weight.f32(), device_ids.i32(), n, C);
+    if (needs_grad({weight}))
+        record(y, {weight}, [weight, device_ids, n, C](const Tensor& gy) {
+            cuda::embedding_backward(weight.grad_buffer().f32(), gy.f32(), device_ids.i32(), n, C);
+        });
+    return y;
+}
+
 }  // namespace
 
 Tensor embedding(const Tensor& weight, const Tensor& ids) {
@@ -44,7 +57,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
           "embedding: weight must be a float32 [V, C] tensor");
     check(ids.defined() && ids.dtype() == DType::I32,
           "embedding: ids must be an int32 tensor");
-    check_cpu("embedding", {&weight, &ids});
+    check(!ids.is_cuda(), "embedding: ids come from the CPU (a batch's collate), whatever the weight's device");
     int64_t vocab = weight.size(0), C = weight.size(1), n = ids.numel();
     const int32_t* pid = ids.i32();
     for (int64_t i = 0; i < n; ++i)
@@ -54,6 +67,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
 
     Shape out_shape = ids.shape();
     out_shape.push_back(C);
+    if (weight.is_cuda()) return embedding_cuda(weight, ids.to(Device::CUDA), out_shape);
     Tensor y = empty(out_shape);
     embedding_forward(y.f32(), weight.f32(), pid, n, C);
     if (needs_grad({weight}))
