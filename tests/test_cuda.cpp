@@ -103,6 +103,37 @@ TEST(Cuda, GeluDropoutAndEmbeddingDispatchByDevice) {
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i] == 0.0f, b[i] == 0.0f) << "the dropout mask differs at " << i;
 }
 
+// Attention's masked softmax ([B, 1, 1, T] mask against [B, H, T, T] scores), Add & Norm and the
+// cross-entropy of a classifier's logits (one row ignored) on the device, forward and backward,
+// against the CPU.
+TEST(Cuda, SoftmaxLayerNormAndCrossEntropyDispatchByDevice) {
+    REQUIRE_CUDA_DEVICE();
+    Tensor scores = random_tensor({2, 2, 3, 3}, 20), mask = zeros({2, 1, 1, 3});
+    mask.f32()[2] = -10000.0f;  // batch 0's last key is padding
+    Tensor x = random_tensor({6, 33}, 21), residual = random_tensor({6, 33}, 22), gamma = random_tensor({33}, 23),
+           beta = random_tensor({33}, 24), head = random_tensor({33, 4}, 25);
+    Tensor labels = empty({6}, DType::I32);
+    const int32_t label_values[] = {0, 3, -100, 1, 2, 3};
+    std::copy(label_values, label_values + 6, labels.i32());
+    auto run = [&](Device device) {
+        std::vector<Tensor> leaves = {scores.to(device), x.to(device), residual.to(device), gamma.to(device), beta.to(device),
+                                      head.to(device)};
+        for (Tensor& t : leaves) t.set_requires_grad();
+        Tensor attention = softmax(leaves[0], 0.5f, mask.to(device));
+        backward(attention, random_tensor({2, 2, 3, 3}, 26).to(device));  // a tape of its own
+        Tensor normed = add_layer_norm(leaves[1], leaves[2], leaves[3], leaves[4], 1e-12f);
+        Tensor loss = cross_entropy(matmul(normed, leaves[5]), labels, -100);
+        EXPECT_EQ(loss.device(), device);
+        backward(loss);
+        std::vector<Tensor> out = {attention.detach().to(Device::CPU), loss.detach().to(Device::CPU)};
+        for (Tensor& t : leaves) out.push_back(t.grad().to(Device::CPU));
+        return out;
+    };
+    const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+    const char* names[] = {"attention", "loss", "grad scores", "grad x", "grad residual", "grad gamma", "grad beta", "grad head"};
+    for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 2e-5f, 2e-5f, names[i]);
+}
+
 TEST(Cuda, OpWithoutACudaKernelSaysSo) {
     REQUIRE_CUDA_DEVICE();
     Tensor x = random_tensor({4}, 9).to(Device::CUDA);

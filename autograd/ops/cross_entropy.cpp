@@ -18,6 +18,7 @@
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -141,6 +142,27 @@ void softmax_kl_div_backward(float* dx, const float* x, const float* t, const Lo
     }
 }
 
+// The device path (cuda/kernels/cross_entropy.cuh): row losses on the GPU, their mean here in
+// double and row order as on the CPU; the loss is a scalar on the GPU.
+Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& labels, int32_t ignore_index, int64_t count) {
+    const int64_t rows = logits.size(0), C = logits.size(1);
+    const Tensor device_labels = labels.to(Device::CUDA);
+    Tensor losses = empty({rows}, DType::F32, Device::CUDA), row_max = empty({rows}, DType::F32, Device::CUDA);
+    Tensor log_sum = empty({rows}, DType::F32, Device::CUDA);
+    cuda::cross_entropy_rows_forward(losses.f32(), row_max.f32(), log_sum.f32(), logits.f32(), device_labels.i32(),
+                                     ignore_index, rows, C);
+    double total = 0.0;
+    for (float l : losses.to_vector()) total += l;
+    Tensor loss = full({}, count ? (float)(total / (double)count) : 0.0f).to(Device::CUDA);
+    if (needs_grad({logits}))
+        record(loss, {logits}, [logits, device_labels, row_max, log_sum, ignore_index, rows, C, count](const Tensor& gy) {
+            const float scale = count ? gy.item() / (float)count : 0.0f;
+            cuda::cross_entropy_rows_backward(logits.grad_buffer().f32(), logits.f32(), row_max.f32(), log_sum.f32(),
+                                              device_labels.i32(), ignore_index, scale, rows, C);
+        });
+    return loss;
+}
+
 }  // namespace
 
 Tensor log_softmax(const Tensor& x) {
@@ -172,7 +194,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_
           "cross_entropy: logits must be a float32 [N, C] tensor");
     check(labels.defined() && labels.dtype() == DType::I32,
           "cross_entropy: labels must be an int32 tensor");
-    check_cpu("cross_entropy", {&logits, &labels});
+    check(!labels.is_cuda(), "cross_entropy: labels come from the CPU (a batch's collate), whatever the logits' device");
     int64_t rows = logits.size(0), C = logits.size(1);
     check(labels.dim() == 1 && labels.size(0) == rows,
           "cross_entropy: labels must be [" + std::to_string(rows) + "], got " +
@@ -186,6 +208,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int32_t ignore_
                                            std::to_string(C) + ")");
         ++count;
     }
+    if (logits.is_cuda()) return cross_entropy_cuda(logits, labels, ignore_index, count);
 
     Tensor losses = empty({rows});
     auto lse = std::make_shared<std::vector<LogSumExp>>((size_t)rows);

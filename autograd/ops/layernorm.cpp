@@ -17,6 +17,7 @@
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -142,22 +143,48 @@ void backward_rows(const Tensor& gy, const Tensor& in, const Tensor& mean, const
     }
 }
 
+// A gradient buffer the device kernels can write: the tensor's, or a scratch where it needs none.
+Tensor device_grad_or_scratch(const Tensor& t, const Shape& shape) {
+    return t.defined() && t.requires_grad() ? t.grad_buffer() : zeros(shape, DType::F32, Device::CUDA);
+}
+
+// The device path (cuda/kernels/layernorm.cuh): the same centring and two-pass variance.
+Tensor layer_norm_cuda(const std::string& name, const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                       const Tensor& beta, float eps) {
+    const int64_t C = x.size(-1), rows = x.numel() / C;
+    for (const Tensor* t : {&residual, &gamma, &beta})
+        check(!t->defined() || t->is_cuda(), name + ": x is on the GPU, so residual, gamma and beta must be too");
+    Tensor y = empty(x.shape(), DType::F32, Device::CUDA), mean = empty({rows}, DType::F32, Device::CUDA);
+    Tensor rstd = empty({rows}, DType::F32, Device::CUDA);
+    Tensor in = residual.defined() ? empty(x.shape(), DType::F32, Device::CUDA) : x;  // what was normalized
+    cuda::layernorm_rows_forward(y.f32(), mean.f32(), rstd.f32(), residual.defined() ? in.f32() : nullptr, x.f32(),
+                                 residual.defined() ? residual.f32() : nullptr, gamma.f32(), beta.f32(), eps, rows, C);
+    if (needs_grad({x, residual, gamma, beta}))
+        record(y, {x, residual, gamma, beta}, [in, mean, rstd, x, residual, gamma, beta, rows, C](const Tensor& gy) {
+            Tensor gx = device_grad_or_scratch(x, x.shape());
+            float* gres = residual.defined() && residual.requires_grad() ? residual.grad_buffer().f32() : nullptr;
+            cuda::layernorm_rows_backward(gx.f32(), gres, device_grad_or_scratch(gamma, {C}).f32(),
+                                          device_grad_or_scratch(beta, {C}).f32(), gy.f32(), in.f32(), mean.f32(),
+                                          rstd.f32(), gamma.f32(), rows, C);
+        });
+    return y;
+}
+
 Tensor layer_norm_impl(const char* op, const Tensor& x, const Tensor& residual,
                        const Tensor& gamma, const Tensor& beta, float eps) {
     std::string name(op);
     check(x.defined() && x.dtype() == DType::F32 && x.dim() >= 1 && x.size(-1) > 0,
           name + ": x must be a float32 tensor with a non-empty last dim");
-    check_cpu(op, {&x});
-    int64_t C = x.size(-1), rows = x.numel() / C;
     for (const Tensor* p : {&gamma, &beta})
-        check(p->defined() && p->dtype() == DType::F32 && p->shape() == Shape{C} && !p->is_cuda(),
-              name + ": gamma and beta must be float32 [" + std::to_string(C) + "] on the CPU");
+        check(p->defined() && p->dtype() == DType::F32 && p->shape() == Shape{x.size(-1)},
+              name + ": gamma and beta must be float32 [" + std::to_string(x.size(-1)) + "]");
+    if (residual.defined()) check_same_shape(x, residual, op);
     check(eps >= 0.0f, name + ": eps must be non-negative");
-    if (residual.defined()) {
-        check(residual.dtype() == DType::F32 && !residual.is_cuda(),
-              name + ": residual must be float32 on the CPU");
-        check_same_shape(x, residual, op);
-    }
+    if (x.is_cuda()) return layer_norm_cuda(name, x, residual, gamma, beta, eps);
+    int64_t C = x.size(-1), rows = x.numel() / C;
+    for (const Tensor* t : {&residual, &gamma, &beta})
+        check(!t->defined() || !t->is_cuda(), name + ": x is on the CPU, so residual, gamma and beta must be too");
+    check(!residual.defined() || residual.dtype() == DType::F32, name + ": residual must be float32");
 
     Tensor y = empty(x.shape()), mean = empty({rows}), rstd = empty({rows});
     Tensor in = residual.defined() ? empty(x.shape()) : x;  // what was normalized

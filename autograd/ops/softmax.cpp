@@ -12,6 +12,7 @@
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -70,25 +71,47 @@ void softmax_backward(float* dx, const float* dy, const float* y, float scale, i
     }
 }
 
+// The device path (cuda/kernels/softmax.cuh). Each row's mask offset is worked out here and
+// copied over: int64 values, carried in an int32 tensor of twice their count.
+Tensor softmax_cuda(const Tensor& x, float scale, const Tensor& mask, const BroadcastMap* mask_map, int64_t rows,
+                    int64_t C) {
+    check(!mask.defined() || mask.is_cuda(), "softmax: x is on the GPU, so the mask must be too");
+    Tensor offsets = zeros({2 * std::max<int64_t>(rows, 1)}, DType::I32);
+    if (mask_map) {
+        auto* o = reinterpret_cast<int64_t*>(offsets.raw());
+        mask_map->offsets(0, rows, o);
+        for (int64_t r = 0; r < rows; ++r) o[r] *= C;
+    }
+    const Tensor device_offsets = offsets.to(Device::CUDA);
+    Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
+    cuda::softmax_rows_forward(y.f32(), x.f32(), mask.defined() ? mask.f32() : nullptr,
+                               reinterpret_cast<const int64_t*>(device_offsets.raw()), scale, rows, C);
+    if (needs_grad({x}))
+        record(y, {x}, [x, y, scale, rows, C](const Tensor& gy) {
+            cuda::softmax_rows_backward(x.grad_buffer().f32(), gy.f32(), y.f32(), scale, rows, C);
+        });
+    return y;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, float scale, const Tensor& mask) {
     check(x.defined() && x.dtype() == DType::F32 && x.dim() >= 1,
           "softmax: x must be a float32 tensor with at least one dim");
-    check_cpu("softmax", {&x});
     int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
     // Each row of x reads one contiguous row of the mask; which one is the broadcast of the
     // mask's leading dims against x's.
     Shape x_rows(x.shape().begin(), x.shape().end() - 1);
     std::unique_ptr<BroadcastMap> mask_map;
     if (mask.defined()) {
-        check(mask.dtype() == DType::F32 && !mask.is_cuda(), "softmax: mask must be float32 on the CPU");
+        check(mask.dtype() == DType::F32 && mask.is_cuda() == x.is_cuda(), "softmax: mask must be float32, on x's device");
         check(mask.dim() >= 1 && mask.dim() <= x.dim() && mask.size(-1) == C,
               "softmax: mask " + shape_str(mask.shape()) + " must end in x's last dim " +
                   std::to_string(C) + " and broadcast to " + shape_str(x.shape()));
         Shape mask_rows(mask.shape().begin(), mask.shape().end() - 1);
         mask_map = std::make_unique<BroadcastMap>(mask_rows, x_rows);
     }
+    if (x.is_cuda()) return softmax_cuda(x, scale, mask, mask_map.get(), rows, C);
 
     Tensor y = empty(x.shape());
     float* py = y.f32();
