@@ -33,6 +33,18 @@ void add(float* out, const float* a, const float* b, int64_t n);
 // y = gelu(x); dx += dy · gelu'(x)
 void gelu_forward(float* y, const float* x, int64_t n);
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n);
+// y = tanh(x); dx += dy·(1 − y²). y = x·s, or y += x·s with accumulate.
+void tanh_forward(float* y, const float* x, int64_t n);
+void tanh_backward(float* dx, const float* dy, const float* y, int64_t n);
+void scale_copy(float* y, const float* x, float s, bool accumulate, int64_t n);
+// Output element i of a permutation (dims ≤ 6) reads x at Σ digit_d(i)·src_strides[d]; with
+// accumulate it adds y back there instead (the backward).
+void permute_copy(float* y, const float* x, const int64_t* out_shape, const int64_t* src_strides, int dims,
+                  bool accumulate);
+// dst[o, dst_start + k, :] = (or +=) src[o, src_start + k, :], k < len, tensors seen as
+// [outer, n, inner] (slice, concat).
+void axis_block_copy(float* dst, int64_t dst_n, int64_t dst_start, const float* src, int64_t src_n, int64_t src_start,
+                     int64_t len, int64_t outer, int64_t inner, bool accumulate);
 // Inverted dropout with the CPU's mask for `key` (cuda/counter_hash.h).
 void dropout_forward(float* y, const float* x, uint64_t key, float p, float scale, int64_t n);
 void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float scale, int64_t n);

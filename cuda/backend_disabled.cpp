@@ -25,6 +25,13 @@ void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, c
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void gelu_forward(float*, const float*, int64_t) { unavailable(); }
 void gelu_backward(float*, const float*, const float*, int64_t) { unavailable(); }
+void tanh_forward(float*, const float*, int64_t) { unavailable(); }
+void tanh_backward(float*, const float*, const float*, int64_t) { unavailable(); }
+void scale_copy(float*, const float*, float, bool, int64_t) { unavailable(); }
+void permute_copy(float*, const float*, const int64_t*, const int64_t*, int, bool) { unavailable(); }
+void axis_block_copy(float*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, int64_t, int64_t, bool) {
+    unavailable();
+}
 void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }

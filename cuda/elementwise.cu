@@ -1,5 +1,6 @@
 // Element-wise entry points of the backend: the functors of cuda/kernels/*.cuh (the same text
 // the tests run on host threads) over device pointers.
+#include <stdexcept>
 #include <vector>
 
 #include "cuda/backend.h"
@@ -10,12 +11,35 @@
 #include "cuda/kernels/fake_quant.cuh"
 #include "cuda/kernels/grad_norm.cuh"
 #include "cuda/kernels/optimizer.cuh"
+#include "cuda/kernels/shape.cuh"
 
 namespace qdq::cuda {
 
 void add(float* out, const float* a, const float* b, int64_t n) { for_each(n, AddOp{out, a, b}); }
 void gelu_forward(float* y, const float* x, int64_t n) { for_each(n, GeluForwardOp{y, x}); }
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) { for_each(n, GeluBackwardOp{dx, dy, x}); }
+
+void tanh_forward(float* y, const float* x, int64_t n) { for_each(n, TanhForwardOp{y, x}); }
+void tanh_backward(float* dx, const float* dy, const float* y, int64_t n) { for_each(n, TanhBackwardOp{dx, dy, y}); }
+void scale_copy(float* y, const float* x, float s, bool accumulate, int64_t n) { for_each(n, ScaleCopyOp{y, x, s, accumulate}); }
+
+void permute_copy(float* y, const float* x, const int64_t* out_shape, const int64_t* src_strides, int dims,
+                  bool accumulate) {
+    if (dims > kMaxPermuteDims) throw std::invalid_argument("permute_copy: at most 6 dims");
+    PermuteCopyOp op{y, x, dims, {}, {}, accumulate};
+    int64_t n = 1;
+    for (int d = 0; d < dims; ++d) {
+        op.out_shape[d] = out_shape[d];
+        op.src_strides[d] = src_strides[d];
+        n *= out_shape[d];
+    }
+    for_each(n, op);
+}
+
+void axis_block_copy(float* dst, int64_t dst_n, int64_t dst_start, const float* src, int64_t src_n, int64_t src_start,
+                     int64_t len, int64_t outer, int64_t inner, bool accumulate) {
+    for_each(outer * len * inner, AxisBlockOp{dst, src, dst_n, dst_start, src_n, src_start, len, inner, accumulate});
+}
 
 void dropout_forward(float* y, const float* x, uint64_t key, float p, float scale, int64_t n) {
     for_each(n, DropoutForwardOp{y, x, key, p, scale});

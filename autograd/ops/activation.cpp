@@ -97,6 +97,13 @@ Tensor gelu(const Tensor& x) {
 }
 
 Tensor tanh(const Tensor& x) {
+    if (x.defined() && x.dtype() == DType::F32 && x.is_cuda()) {
+        Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
+        cuda::tanh_forward(y.f32(), x.f32(), x.numel());
+        if (needs_grad({x}))
+            record(y, {x}, [x, y](const Tensor& gy) { cuda::tanh_backward(x.grad_buffer().f32(), gy.f32(), y.f32(), x.numel()); });
+        return y;
+    }
     check_cpu_float(x, "tanh");
     Tensor y = empty(x.shape());
     float* py = y.f32();

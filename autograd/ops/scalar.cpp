@@ -4,6 +4,7 @@
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -45,6 +46,13 @@ Tensor add_scalar(const Tensor& a, float s) {
 }
 
 Tensor mul_scalar(const Tensor& a, float s) {
+    if (a.defined() && a.is_cuda()) {
+        Tensor y = empty(a.shape(), DType::F32, Device::CUDA);
+        cuda::scale_copy(y.f32(), a.f32(), s, false, a.numel());
+        if (needs_grad({a}))
+            record(y, {a}, [a, s](const Tensor& gy) { cuda::scale_copy(a.grad_buffer().f32(), gy.f32(), s, true, a.numel()); });
+        return y;
+    }
     Tensor y = map_forward(a, "mul_scalar", [s](float x) { return x * s; });
     if (needs_grad({a}))
         record(y, {a}, [a, s](const Tensor& gy) {

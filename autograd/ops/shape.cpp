@@ -7,6 +7,7 @@
 #include "autograd/ops/axis.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -132,10 +133,22 @@ void for_each_output_row(const Permutation& p, Row row) {
 
 // y = x viewed as in_shape, permuted by dims, viewed as out_shape. The backward adds dy
 // back through the same map; a permutation is one-to-one, so rows never collide.
+// The device path of permuted_copy (cuda/kernels/shape.cuh), the same plan.
+Tensor permuted_copy_cuda(const Tensor& x, const Permutation& p, const Shape& out_shape) {
+    Tensor y = empty(out_shape, DType::F32, Device::CUDA);
+    const int dims = (int)p.out_shape.size();
+    cuda::permute_copy(y.f32(), x.f32(), p.out_shape.data(), p.src_strides.data(), dims, false);
+    if (needs_grad({x}))
+        record(y, {x}, [x, p, dims](const Tensor& gy) {
+            cuda::permute_copy(gy.f32(), x.grad_buffer().f32(), p.out_shape.data(), p.src_strides.data(), dims, true);
+        });
+    return y;
+}
+
 Tensor permuted_copy(const Tensor& x, const Shape& in_shape, const std::vector<int64_t>& dims,
                      const Shape& out_shape, const char* name) {
-    check_cpu(name, {&x});
     Permutation p = plan_permutation(in_shape, dims);
+    if (x.is_cuda()) return permuted_copy_cuda(x, p, out_shape);
     Tensor y = empty(out_shape);
     float* py = y.f32();
     const float* px = x.f32();
@@ -238,7 +251,6 @@ Tensor merge_heads(const Tensor& x) {
 }
 
 Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
-    check_cpu("slice", {&a});
     int64_t ax = normalize_axis("slice", axis, a.shape());
     AxisSplit s = split_at_axis(a.shape(), ax);
     check(0 <= start && start <= end && end <= s.n,
@@ -247,6 +259,15 @@ Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
     Shape shape = a.shape();
     int64_t len = end - start;
     shape[(size_t)ax] = len;
+    if (a.is_cuda()) {
+        Tensor y = empty(shape, DType::F32, Device::CUDA);
+        cuda::axis_block_copy(y.f32(), len, 0, a.f32(), s.n, start, len, s.outer, s.inner, false);
+        if (needs_grad({a}))
+            record(y, {a}, [a, s, start, len](const Tensor& gy) {
+                cuda::axis_block_copy(a.grad_buffer().f32(), s.n, start, gy.f32(), len, 0, len, s.outer, s.inner, true);
+            });
+        return y;
+    }
     Tensor y = empty(shape);
     copy_axis_block<false>({y.f32(), len, 0}, {a.f32(), s.n, start}, len, s.outer, s.inner);
     if (needs_grad({a}))
