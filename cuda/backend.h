@@ -30,6 +30,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 // The kernels of cuda/kernels/*.cuh, with the arguments of their CPU twins in autograd/ops/.
 // out[i] = a[i] + b[i]
 void add(float* out, const float* a, const float* b, int64_t n);
+// y [n] = a + b repeated (b's nb values over a's leading dims); db [nb] += the repeats of dy summed.
+void add_trailing(float* y, const float* a, const float* b, int64_t n, int64_t nb);
+void sum_repeats(float* db, const float* dy, int64_t nb, int64_t repeats);
 // y = gelu(x); dx += dy · gelu'(x)
 void gelu_forward(float* y, const float* x, int64_t n);
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n);

@@ -23,6 +23,8 @@ void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, c
     unavailable();
 }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
+void add_trailing(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
+void sum_repeats(float*, const float*, int64_t, int64_t) { unavailable(); }
 void gelu_forward(float*, const float*, int64_t) { unavailable(); }
 void gelu_backward(float*, const float*, const float*, int64_t) { unavailable(); }
 void tanh_forward(float*, const float*, int64_t) { unavailable(); }

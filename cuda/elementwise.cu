@@ -16,6 +16,8 @@
 namespace qdq::cuda {
 
 void add(float* out, const float* a, const float* b, int64_t n) { for_each(n, AddOp{out, a, b}); }
+void add_trailing(float* y, const float* a, const float* b, int64_t n, int64_t nb) { for_each(n, AddTrailingOp{y, a, b, nb}); }
+void sum_repeats(float* db, const float* dy, int64_t nb, int64_t repeats) { for_each(nb, SumRepeatsOp{db, dy, nb, repeats}); }
 void gelu_forward(float* y, const float* x, int64_t n) { for_each(n, GeluForwardOp{y, x}); }
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) { for_each(n, GeluBackwardOp{dx, dy, x}); }
 

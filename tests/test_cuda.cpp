@@ -134,24 +134,26 @@ TEST(Cuda, SoftmaxLayerNormAndCrossEntropyDispatchByDevice) {
     for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 2e-5f, 2e-5f, names[i]);
 }
 
-// Attention's head split and merge, the pooler's first-token slice and tanh, and a scalar
-// factor on the device, forward and backward: data movement exactly as on the CPU.
-TEST(Cuda, ShapeOpsTanhAndScalingDispatchByDevice) {
+// Position embeddings broadcast over the batch, attention's head split and merge, the pooler's
+// first-token slice and tanh, and a scalar factor on the device, forward and backward.
+TEST(Cuda, BroadcastAddShapeOpsTanhAndScalingDispatchByDevice) {
     REQUIRE_CUDA_DEVICE();
     Tensor x = random_tensor({2, 3, 8}, 30), grad = random_tensor({2, 8}, 31);
     auto run = [&](Device device) {
         Tensor leaf = x.to(device).set_requires_grad();
-        Tensor heads = split_heads(leaf, 2);  // [2, 2, 3, 4]
+        Tensor position = random_tensor({3, 8}, 32).to(device).set_requires_grad();
+        Tensor heads = split_heads(add(leaf, position), 2);  // [2, 3, 8] + [3, 8], then [2, 2, 3, 4]
         Tensor merged = merge_heads(mul_scalar(heads, 0.5f));
         Tensor first = reshape(slice(merged, 1, 0, 1), {2, 8});
         Tensor y = tanh(first);
         EXPECT_EQ(y.device(), device);
         backward(y, grad.to(device));
-        return std::vector<Tensor>{y.detach().to(Device::CPU), leaf.grad().to(Device::CPU)};
+        return std::vector<Tensor>{y.detach().to(Device::CPU), leaf.grad().to(Device::CPU), position.grad().to(Device::CPU)};
     };
     const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
     expect_close(gpu[0], cpu[0], 1e-6f, 1e-6f, "output");
     expect_close(gpu[1], cpu[1], 1e-6f, 1e-6f, "grad");
+    expect_close(gpu[2], cpu[2], 1e-6f, 1e-6f, "grad of the broadcast addend");
 }
 
 TEST(Cuda, OpWithoutACudaKernelSaysSo) {

@@ -1,5 +1,7 @@
 // add, sub, mul, div with numpy broadcasting; add_inplace for gradient accumulation.
 // Backward of a broadcast input sums the output gradient over the repeated dims.
+#include <algorithm>
+
 #include "autograd/broadcast.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
@@ -68,16 +70,33 @@ std::vector<float> expand(const Tensor& x, const Shape& out_shape) {
     return v;
 }
 
+// Whether b's shape is a's trailing dims (b repeats over a's leading ones): the broadcast the
+// device's add supports, as BERT's bias and position-embedding adds need.
+bool is_trailing_of(const Shape& b, const Shape& a) {
+    return b.size() <= a.size() && std::equal(b.begin(), b.end(), a.end() - (int64_t)b.size());
+}
+
+// a + b on the device, b of a's shape or of its trailing dims.
+Tensor add_cuda(const Tensor& a, const Tensor& b) {
+    check(b.is_cuda() && is_trailing_of(b.shape(), a.shape()),
+          "add: on the GPU, b must be there too with a's shape or its trailing dims; got " + shape_str(a.shape()) +
+              " + " + shape_str(b.shape()));
+    Tensor y = empty(a.shape(), DType::F32, Device::CUDA);
+    const int64_t nb = b.numel();
+    cuda::add_trailing(y.f32(), a.f32(), b.f32(), y.numel(), nb);
+    if (needs_grad({a, b}))
+        record(y, {a, b}, [a, b, nb](const Tensor& gy) {
+            if (a.requires_grad()) add_inplace(a.grad_buffer(), gy);
+            if (b.requires_grad()) cuda::sum_repeats(b.grad_buffer().f32(), gy.f32(), nb, nb ? gy.numel() / nb : 0);
+        });
+    return y;
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-    Tensor y;
-    if (a.is_cuda() && b.is_cuda() && a.shape() == b.shape()) {
-        y = empty(a.shape(), DType::F32, Device::CUDA);
-        cuda::add(y.f32(), a.f32(), b.f32(), y.numel());
-    } else {
-        y = binary_forward(a, b, "add", [](float x, float z) { return x + z; });
-    }
+    if (a.is_cuda()) return add_cuda(a, b);
+    Tensor y = binary_forward(a, b, "add", [](float x, float z) { return x + z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {
             if (a.requires_grad()) {

@@ -18,6 +18,27 @@ struct AddOp {
     __host__ __device__ void operator()(int64_t i) const { out[i] = a[i] + b[i]; }
 };
 
+// y[i] = a[i] + b[i mod nb]: b repeated over a's leading dims (a bias, position embeddings)
+struct AddTrailingOp {
+    float* y;
+    const float* a;
+    const float* b;
+    int64_t nb;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = a[i] + b[i % nb]; }
+};
+
+// db[j] += Σ_k dy[k·nb + j] over the `repeats` copies, in order (add_trailing's backward to b)
+struct SumRepeatsOp {
+    float* db;
+    const float* dy;
+    int64_t nb, repeats;
+    __host__ __device__ void operator()(int64_t j) const {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < repeats; ++k) sum += dy[k * nb + j];
+        db[j] += sum;
+    }
+};
+
 __host__ __device__ inline float normal_cdf(float x) { return 0.5f * erfcf(-x * 0.707106781f); }
 
 // y[i] = gelu(x[i])
