@@ -12,6 +12,7 @@
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 #include "cuda/quant_math.h"
 #include "quant/channel_runs.h"
 
@@ -133,10 +134,33 @@ float quant_min(const QuantParams& p) {
     return p.unsigned_ ? 0.0f : p.narrow_range ? -bound : -bound - 1.0f;
 }
 
+namespace {
+
+// The device path (cuda/kernels/fake_quant.cuh) of plain fake quantization with the clipped STE,
+// the ranges checked on the CPU first; learned ranges (PACT, LSQ) have no device kernel yet.
+Tensor fake_quant_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split) {
+    check(amax.is_cuda(), "fake_quant: x is on the GPU, so amax must be too");
+    check(!p.learn_amax && !p.learn_step_size, "fake_quant: learned ranges (learn_amax, learn_step_size) have no CUDA kernel yet");
+    const std::vector<float> ranges = amax.to_vector();
+    for (size_t c = 0; c < ranges.size(); ++c)
+        check(std::isfinite(ranges[c]) && ranges[c] >= 0.0f,
+              "fake_quant: amax[" + std::to_string(c) + "] = " + std::to_string(ranges[c]) +
+                  ": amax must be finite and >= 0 (NaN: not calibrated)");
+    const float bound = quant_bound(p), lo = quant_min(p);
+    Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
+    cuda::fake_quant_forward(y.f32(), x.f32(), amax.f32(), bound, lo, split.n, split.inner, x.numel());
+    if (needs_grad({x}))
+        record(y, {x}, [x, amax, split](const Tensor& gy) {
+            cuda::fake_quant_backward(x.grad_buffer().f32(), gy.f32(), x.f32(), amax.f32(), split.n, split.inner, x.numel());
+        });
+    return y;
+}
+
+}  // namespace
+
 Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     check(x.defined() && x.dtype() == DType::F32, "fake_quant: x must be float32");
     check(amax.defined() && amax.dtype() == DType::F32, "fake_quant: amax must be float32");
-    check_cpu("fake_quant", {&x, &amax});
     check(p.num_bits >= 2 && p.num_bits <= 16,
           "fake_quant: num_bits must be in [2, 16], got " + std::to_string(p.num_bits));
     check(!p.learn_amax || !p.axis, "fake_quant: learn_amax is per tensor only");
@@ -148,6 +172,8 @@ Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     check(amax.numel() == split.n,
           "fake_quant: amax has " + std::to_string(amax.numel()) + " values, expected " +
               std::to_string(split.n) + (p.axis ? " (one per channel)" : " (per tensor)"));
+    if (x.is_cuda()) return fake_quant_cuda(x, amax, p, split);
+    check(!amax.is_cuda(), "fake_quant: x is on the CPU, so amax must be too");
     float bound = quant_bound(p), lo = quant_min(p);
     std::vector<ChannelScale> scales((size_t)split.n);
     const float* pa = amax.f32();

@@ -8,6 +8,7 @@
 #include "autograd/rng.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
+#include "quant/fake_quant.h"
 #include "tests/support/gradcheck.h"
 
 using namespace qdq;
@@ -154,6 +155,35 @@ TEST(Cuda, BroadcastAddShapeOpsTanhAndScalingDispatchByDevice) {
     expect_close(gpu[0], cpu[0], 1e-6f, 1e-6f, "output");
     expect_close(gpu[1], cpu[1], 1e-6f, 1e-6f, "grad");
     expect_close(gpu[2], cpu[2], 1e-6f, 1e-6f, "grad of the broadcast addend");
+}
+
+// Fake quantization on the device, per tensor and per channel (a weight's rows), forward and
+// the STE's backward: the codes and the gradient exactly as on the CPU; learned ranges refused.
+TEST(Cuda, FakeQuantDispatchByDevice) {
+    REQUIRE_CUDA_DEVICE();
+    Tensor x = random_tensor({4, 33}, 40), grad = random_tensor({4, 33}, 41);
+    for (bool per_channel : {false, true}) {
+        QuantParams params;
+        if (per_channel) params.axis = 0;
+        Tensor amax = per_channel ? from_vector({4}, {0.5f, 1.0f, 2.0f, 0.25f}) : from_vector({1}, {1.5f});
+        auto run = [&](Device device) {
+            Tensor leaf = x.to(device).set_requires_grad();
+            Tensor y = fake_quant(leaf, amax.to(device), params);
+            backward(y, grad.to(device));
+            return std::vector<Tensor>{y.detach().to(Device::CPU), leaf.grad().to(Device::CPU)};
+        };
+        const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+        EXPECT_EQ(gpu[0].to_vector(), cpu[0].to_vector()) << (per_channel ? "per channel" : "per tensor");
+        EXPECT_EQ(gpu[1].to_vector(), cpu[1].to_vector()) << (per_channel ? "per channel" : "per tensor");
+    }
+    QuantParams learned;
+    learned.learn_step_size = true;
+    try {
+        fake_quant(x.to(Device::CUDA), from_vector({1}, {1.5f}).to(Device::CUDA), learned);
+        FAIL() << "a learned range ran on the device";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("no CUDA kernel yet"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Cuda, OpWithoutACudaKernelSaysSo) {
