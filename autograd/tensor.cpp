@@ -103,6 +103,15 @@ Tensor Tensor::to(Device device) const {
     return out;
 }
 
+void Tensor::move_to(Device device) {
+    if (this->device() == device) return;
+    Tensor moved = to(device);
+    impl_->storage = moved.impl_->storage;
+    impl_->data = moved.impl_->data;
+    impl_->device = device;
+    impl_->grad.reset();
+}
+
 std::vector<float> Tensor::to_vector() const {
     Tensor host = is_cuda() ? to(Device::CPU) : *this;
     if (dtype() == DType::I32) return std::vector<float>(host.i32(), host.i32() + numel());

@@ -63,6 +63,10 @@ public:
     Tensor detach() const;
     Tensor clone() const;  // deep copy of the data, outside autograd
     Tensor to(Device device) const;
+    // Moves the data to `device` in place, so that every handle on this tensor sees it there (a
+    // model's parameters, moved once before a run); the gradient is dropped. Views taken before
+    // keep the old copy.
+    void move_to(Device device);
 
     bool same_as(const Tensor& other) const { return impl_ == other.impl_; }
     TensorImpl* impl() const { return impl_.get(); }

@@ -112,6 +112,8 @@ Tensor BertModel::forward(const BertInputs& in, Rng& rng) const {
     check(in.input_ids.dim() == 2 && in.input_ids.dtype() == DType::I32,
           "input_ids must be int32 [batch, seq], got " + shape_str(in.input_ids.shape()));
     Tensor mask = in.attention_mask.defined() ? additive_attention_mask(in.attention_mask) : Tensor();
+    // The mask is made from a batch on the CPU; the attention runs where the weights are.
+    if (mask.defined() && embeddings.word_embeddings.weight.is_cuda()) mask = mask.to(Device::CUDA);
     Tensor x = embeddings.forward(in, rng);
     for (const auto& layer : layers) x = layer->forward(x, mask, rng);
     return x;

@@ -39,6 +39,10 @@ int64_t Module::parameter_count() const {
     return n;
 }
 
+void Module::move_to(Device device) const {
+    for (NamedTensor t : state_dict()) t.tensor.move_to(device);
+}
+
 void Module::train(bool on) {
     training_ = on;
     for (auto& [name, child] : children_) child->train(on);

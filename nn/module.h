@@ -42,6 +42,10 @@ public:
     // This module's quantizers and its children's, depth first, with dotted names.
     std::vector<std::pair<std::string, TensorQuantizer*>> named_quantizers(const std::string& prefix = "") const;
 
+    // Every parameter and buffer moved to `device` in place (Tensor::move_to): a model is moved
+    // once, before a run, and its ops then run where its tensors are.
+    void move_to(Device device) const;
+
     void train(bool on = true);
     void eval() { train(false); }
     bool is_training() const { return training_; }
