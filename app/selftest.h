@@ -3,7 +3,8 @@
 // capability and the driver and runtime versions, then runs each device kernel
 // (cuda/backend.h) on odd shapes and compares it with the CPU op that training runs today:
 // within a tolerance for arithmetic whose order differs, exactly for masks, codes, gathers and
-// counts. When compute-sanitizer is installed it runs the checks again under it.
+// counts; then three training steps of a small BERT classifier on both, whose losses must agree.
+// When compute-sanitizer is installed it runs the checks again under it.
 // Exit codes: 0 all agree, 1 a mismatch or a sanitizer report, kSelftestNoDevice without a
 // device (or a build without CUDA), which it says.
 #pragma once

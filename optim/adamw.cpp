@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/parallel.h"
+#include "cuda/backend.h"
 #include "cuda/optimizer_math.h"
 #include "optim/state.h"
 
@@ -46,8 +47,9 @@ AdamW make_adamw(std::vector<ParamGroup> groups, const AdamWOptions& options) {
     AdamW opt{std::move(groups), options, {}};
     for (const ParamGroup& group : opt.groups) {
         for (const NamedTensor& p : group.params) {
-            opt.state.push_back({p.name + ".exp_avg", zeros(p.tensor.shape())});
-            opt.state.push_back({p.name + ".exp_avg_sq", zeros(p.tensor.shape())});
+            // The moments live with their parameter; the step count is the host's.
+            opt.state.push_back({p.name + ".exp_avg", zeros(p.tensor.shape(), DType::F32, p.tensor.device())});
+            opt.state.push_back({p.name + ".exp_avg_sq", zeros(p.tensor.shape(), DType::F32, p.tensor.device())});
             opt.state.push_back({p.name + ".step", zeros({}, DType::I32)});
         }
     }
@@ -69,8 +71,11 @@ void adamw_step(AdamW& opt, double lr) {
             Tensor grad = param_gradient(p, "AdamW");
             if (!grad.defined()) continue;
             ++t;
-            adamw_update(p.tensor.f32(), exp_avg.f32(), exp_avg_sq.f32(), grad.f32(),
-                         p.tensor.numel(), adamw_scalars(opt.options, lr, group.weight_decay, t));
+            const AdamWScalars scalars = adamw_scalars(opt.options, lr, group.weight_decay, t);
+            if (p.tensor.is_cuda())
+                cuda::adamw_update(p.tensor.f32(), exp_avg.f32(), exp_avg_sq.f32(), grad.f32(), p.tensor.numel(), scalars);
+            else
+                adamw_update(p.tensor.f32(), exp_avg.f32(), exp_avg_sq.f32(), grad.f32(), p.tensor.numel(), scalars);
         }
     }
 }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "autograd/parallel.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -57,16 +58,19 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     for (const Tensor& p : params) {
         Tensor g = p.grad();
         if (!g.defined()) continue;
-        if (g.dtype() != DType::F32 || g.is_cuda())
-            throw std::runtime_error("clip_grad_norm: gradients must be float32 CPU tensors");
+        if (g.dtype() != DType::F32) throw std::runtime_error("clip_grad_norm: gradients must be float32");
         grads.push_back(g);
     }
+    // A gradient on the GPU is summed and scaled there (cuda/kernels/grad_norm.cuh).
     double total = 0;
-    for (const Tensor& g : grads) total += sum_of_squares(g);
+    for (const Tensor& g : grads) total += g.is_cuda() ? cuda::sum_of_squares(g.f32(), g.numel()) : sum_of_squares(g);
     double norm = std::sqrt(total);
     double scale = max_norm / (norm + 1e-6);
     if (scale < 1)
-        for (const Tensor& g : grads) scale_in_place(g, (float)scale);
+        for (const Tensor& g : grads) {
+            if (g.is_cuda()) cuda::scale(g.f32(), (float)scale, g.numel());
+            else scale_in_place(g, (float)scale);
+        }
     return norm;
 }
 

@@ -38,8 +38,8 @@ void check_params(const std::vector<ParamGroup>& groups, const std::string& who)
                                            std::to_string(group.weight_decay));
         for (const NamedTensor& p : group.params) {
             check(names.insert(p.name).second, who + ": parameter '" + p.name + "' given twice");
-            check(p.tensor.defined() && p.tensor.dtype() == DType::F32 && !p.tensor.is_cuda(),
-                  who + ": parameter '" + p.name + "' must be a float32 CPU tensor");
+            check(p.tensor.defined() && p.tensor.dtype() == DType::F32,
+                  who + ": parameter '" + p.name + "' must be a float32 tensor");
         }
     }
 }
@@ -47,11 +47,11 @@ void check_params(const std::vector<ParamGroup>& groups, const std::string& who)
 Tensor param_gradient(const NamedTensor& param, const char* who) {
     Tensor grad = param.tensor.grad();
     // Tested before the message is built: this runs for every parameter on every step.
-    if (grad.defined() &&
-        (grad.dtype() != DType::F32 || grad.is_cuda() || grad.shape() != param.tensor.shape()))
+    if (grad.defined() && (grad.dtype() != DType::F32 || grad.device() != param.tensor.device() ||
+                           grad.shape() != param.tensor.shape()))
         throw std::runtime_error(std::string(who) + ": gradient of '" + param.name +
-                                 "' must be a float32 CPU tensor of shape " +
-                                 shape_str(param.tensor.shape()));
+                                 "' must be a float32 tensor of shape " + shape_str(param.tensor.shape()) +
+                                 " on the parameter's device");
     return grad;
 }
 
