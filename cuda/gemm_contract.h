@@ -20,6 +20,22 @@ struct ColumnMajorGemm {
     int64_t ld_out;
 };
 
+// cuBLAS's SGEMM taken literally, on the host: column-major storage (element (i, j) of a matrix
+// with leading dimension ld at i + j·ld), op(X) = Xᵀ when transposed, sums in double;
+// out = α·op(first)·op(second) + β·out (β = 0 ignores what out held, as cuBLAS does). The
+// emulated device's GEMM (cuda/emulated/gemm.cpp) and the tests of the mapping use it.
+inline void column_major_sgemm(const ColumnMajorGemm& g, float alpha, float beta) {
+    auto at = [](const float* x, int64_t ld, bool trans, int64_t i, int64_t j) { return trans ? x[j + i * ld] : x[i + j * ld]; };
+    for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) {
+            double sum = 0;
+            for (int64_t p = 0; p < g.k; ++p)
+                sum += (double)at(g.first, g.ld_first, g.trans_first, i, p) * at(g.second, g.ld_second, g.trans_second, p, j);
+            float& out = g.out[i + j * g.ld_out];
+            out = (float)(alpha * sum + (beta == 0.0f ? 0.0 : beta * (double)out));
+        }
+}
+
 inline ColumnMajorGemm column_major_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                                          int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc) {
     return {trans_b, trans_a, N, M, K, B, ldb, A, lda, C, ldc};

@@ -304,21 +304,7 @@ TEST(CudaKernelsOnHost, GradientClippingMatchesTheCpu) {
     }
 }
 
-// cuBLAS's contract taken literally: column-major storage, element (i, j) of a matrix with
-// leading dimension ld at i + j·ld, op(X) = Xᵀ when transposed. out = α·op(first)·op(second) + β·out.
-void column_major_sgemm(const cuda::ColumnMajorGemm& g, float alpha, float beta) {
-    auto at = [](const float* x, int64_t ld, bool trans, int64_t i, int64_t j) { return trans ? x[j + i * ld] : x[i + j * ld]; };
-    for (int64_t i = 0; i < g.m; ++i)
-        for (int64_t j = 0; j < g.n; ++j) {
-            double sum = 0;
-            for (int64_t p = 0; p < g.k; ++p)
-                sum += (double)at(g.first, g.ld_first, g.trans_first, i, p) * at(g.second, g.ld_second, g.trans_second, p, j);
-            float& out = g.out[i + j * g.ld_out];
-            out = (float)(alpha * sum + beta * out);
-        }
-}
-
-// The mapping cuda/gemm.cu hands cuBLAS, run through that reference, against the CPU GEMM, for
+// The mapping cuda/gemm.cu hands cuBLAS, run through the literal column-major reference, against the CPU GEMM, for
 // every transpose combination the ops use and leading dimensions wider than the matrices.
 TEST(CudaKernelsOnHost, TheCublasMappingOfARowMajorGemmIsRightForEveryTranspose) {
     const int64_t M = 5, N = 7, K = 3, pad = 2;
@@ -329,7 +315,7 @@ TEST(CudaKernelsOnHost, TheCublasMappingOfARowMajorGemmIsRightForEveryTranspose)
             const std::vector<float> C0 = uniform(M * ldc, 62, 1.0f);
             std::vector<float> cpu = C0, mapped = C0;
             gemm(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 2.0f, cpu.data(), ldc);
-            column_major_sgemm(cuda::column_major_gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, mapped.data(), ldc), 0.5f, 2.0f);
+            cuda::column_major_sgemm(cuda::column_major_gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, mapped.data(), ldc), 0.5f, 2.0f);
             for (int64_t i = 0; i < M; ++i)
                 for (int64_t j = 0; j < ldc; ++j)
                     EXPECT_NEAR(mapped[(size_t)(i * ldc + j)], cpu[(size_t)(i * ldc + j)], 1e-5)
