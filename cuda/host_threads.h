@@ -56,6 +56,11 @@ struct Block {
 
 inline Block* running = nullptr;
 
+// Called with true before a launch and false after it, when set: the emulated device opens its
+// memory to the host only then (cuda/emulated/device_memory.cpp). Unset in the kernel tests,
+// whose "device" memory is plain host memory.
+inline void (*device_access)(bool open) = nullptr;
+
 [[noreturn]] inline void fail(const std::string& what) {
     std::fprintf(stderr, "cuda/host_threads.h: %s\n", what.c_str());
     std::abort();  // as a device-side assert ends the kernel
@@ -102,6 +107,7 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
     if (block.x == 0 || block.x > 1024) cuda_host::fail("launch: blockDim.x must be in [1, 1024]");
     gridDim = grid;
     blockDim = block;
+    if (cuda_host::device_access) cuda_host::device_access(true);
     for (unsigned b = 0; b < grid.x; ++b) {
         blockIdx = dim3(b);
         cuda_host::Block shared(block.x);
@@ -115,6 +121,7 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
         for (std::thread& t : threads) t.join();
         cuda_host::running = nullptr;
     }
+    if (cuda_host::device_access) cuda_host::device_access(false);
 }
 
 }  // namespace qdq::cuda

@@ -43,6 +43,16 @@ TEST(Cuda, CopiesRoundTrip) {
     EXPECT_EQ(zeros({7}, DType::F32, Device::CUDA).to_vector(), std::vector<float>(7, 0.0f));
 }
 
+// The emulated device keeps its memory closed to host code outside kernels and copies, as a
+// GPU's is, so that the backend's tests catch a host read of a device pointer.
+TEST(Cuda, HostCodeCannotReadTheEmulatedDevicesMemory) {
+    REQUIRE_CUDA_DEVICE();
+    if (cuda::device_description().find("emulated") == std::string::npos) GTEST_SKIP() << "a real device";
+    Tensor on_device = zeros({4}, DType::F32, Device::CUDA);
+    EXPECT_DEATH({ volatile float v = on_device.f32()[0]; (void)v; }, "");
+    EXPECT_EQ(on_device.to(Device::CPU).to_vector(), std::vector<float>(4, 0.0f));
+}
+
 TEST(Cuda, CublasGemmMatchesCpuGemmForEveryTransposeCombination) {
     REQUIRE_CUDA_DEVICE();
     const int64_t M = 37, N = 29, K = 53;
