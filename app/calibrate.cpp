@@ -111,9 +111,9 @@ std::vector<QuantizerStats> quantizer_stats(const Quantizers& quantizers) {
         QuantizerStats entry{.name = name};
         if (q->role == QuantRole::Weight) {
             RangeStats s = tensor_range_stats(q->weight, q->amax, quant_params(q->desc));
-            const float* a = q->amax.f32();
-            entry.weight = WeightRangeStats{*std::max_element(a, a + q->amax.numel()),
-                                            *std::min_element(a, a + q->amax.numel()), s.clipped_fraction, s.sqnr_db};
+            const std::vector<float> a = q->amax.to_vector();
+            entry.weight = WeightRangeStats{*std::max_element(a.begin(), a.end()), *std::min_element(a.begin(), a.end()),
+                                            s.clipped_fraction, s.sqnr_db};
         } else if (const auto* h = std::get_if<HistogramCalibrator>(&q->calibrator)) {
             entry.histogram = histogram_of(*h);
         }

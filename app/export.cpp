@@ -67,7 +67,7 @@ void check_onnx_exportable(const RunConfig& config) {
 nlohmann::json export_task_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& out_path,
                                  QdqTarget target) {
     check_onnx_exportable(config);
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false, .on_run_device = false});
     load_weights_keeping_ranges(task->model(), checkpoint, config);
     check_calibrated(task->model(), "export a checkpoint written by 'qdqtrain calibrate' or a QAT run, or a config "
                                     "without a \"quantization\" section for a float export");

@@ -28,7 +28,7 @@ nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& 
         throw std::invalid_argument(config.source + ": quantization: save-pretrained writes float models only "
                                                     "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
                                                     "for a quantized model");
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false, .on_run_device = false});
     load_model_weights(task->model(), checkpoint);
     const std::string architecture = architecture_of(config);
     nn::save_pretrained(task->model(), task->model_config(), out_dir, architecture);

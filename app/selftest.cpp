@@ -11,6 +11,7 @@
 #include "autograd/rng.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
+#include "cuda/device_array.h"
 #include "nn/heads.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
@@ -22,24 +23,7 @@ namespace qdq {
 
 namespace {
 
-// A device copy of a host array, freed with it.
-template <typename T>
-struct DeviceArray {
-    T* ptr = nullptr;
-    size_t n = 0;
-    explicit DeviceArray(const std::vector<T>& host) : n(host.size()) {
-        ptr = static_cast<T*>(cuda::device_alloc(n * sizeof(T)));
-        cuda::copy(ptr, true, host.data(), false, n * sizeof(T));
-    }
-    ~DeviceArray() { cuda::device_free(ptr); }
-    DeviceArray(const DeviceArray&) = delete;
-    DeviceArray& operator=(const DeviceArray&) = delete;
-    std::vector<T> host() const {
-        std::vector<T> out(n);
-        cuda::copy(out.data(), false, ptr, true, n * sizeof(T));
-        return out;
-    }
-};
+using cuda::DeviceArray;
 
 std::vector<float> uniform(int64_t n, uint64_t seed, float scale) {
     Rng rng(seed);

@@ -103,6 +103,15 @@ Tensor Tensor::to(Device device) const {
     return out;
 }
 
+void Tensor::copy_from(const Tensor& src) const {
+    check(src.shape() == shape() && src.dtype() == dtype(),
+          "copy_from: " + std::string(dtype_name(src.dtype())) + " " + shape_str(src.shape()) + " into " +
+              dtype_name(dtype()) + " " + shape_str(shape()));
+    const size_t bytes = (size_t)numel() * dtype_size(dtype());
+    if (!is_cuda() && !src.is_cuda()) std::memmove(raw(), src.raw(), bytes);
+    else cuda::copy(raw(), is_cuda(), src.raw(), src.is_cuda(), bytes);
+}
+
 void Tensor::move_to(Device device) {
     if (this->device() == device) return;
     Tensor moved = to(device);
@@ -113,7 +122,7 @@ void Tensor::move_to(Device device) {
 }
 
 std::vector<float> Tensor::to_vector() const {
-    Tensor host = is_cuda() ? to(Device::CPU) : *this;
+    const Tensor host = cpu();
     if (dtype() == DType::I32) return std::vector<float>(host.i32(), host.i32() + numel());
     return std::vector<float>(host.f32(), host.f32() + numel());
 }

@@ -63,6 +63,10 @@ public:
     Tensor detach() const;
     Tensor clone() const;  // deep copy of the data, outside autograd
     Tensor to(Device device) const;
+    // This tensor on the CPU: itself when it is there, else a copy (torch's .cpu()).
+    Tensor cpu() const { return is_cuda() ? to(Device::CPU) : *this; }
+    // Overwrites the values with src's (same shape and dtype), whichever devices the two are on.
+    void copy_from(const Tensor& src) const;
     // Moves the data to `device` in place, so that every handle on this tensor sees it there (a
     // model's parameters, moved once before a run); the gradient is dropped. Views taken before
     // keep the old copy.

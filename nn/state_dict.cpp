@@ -1,6 +1,5 @@
 #include "nn/state_dict.h"
 
-#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -72,11 +71,7 @@ LoadReport load_state_dict(Module& model, const NamedTensors& tensors, const std
         if (dst.dtype() != t.tensor.dtype())
             throw std::runtime_error(source + ": '" + t.name + "' is " + dtype_name(t.tensor.dtype()) +
                                      ", the model expects " + dtype_name(dst.dtype()));
-        Tensor host = t.tensor.device() == Device::CPU ? t.tensor : t.tensor.to(Device::CPU);
-        if (dst.device() == Device::CPU)
-            std::memcpy(dst.raw(), host.raw(), (size_t)dst.numel() * dtype_size(dst.dtype()));
-        else
-            throw std::runtime_error("load_state_dict: load on the CPU, then move the model");
+        dst.copy_from(t.tensor);  // a checkpoint loads into a model wherever it is
         loaded[key] = true;
     }
     for (const auto& [key, tensor] : targets)

@@ -1,6 +1,5 @@
 #include "optim/state.h"
 
-#include <cstring>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -21,9 +20,7 @@ void load_state(NamedTensors& state, const NamedTensors& saved, const std::strin
               who + ": saved '" + entry.name + "' is " + dtype_name(from.dtype()) + " " +
                   shape_str(from.shape()) + ", expected " + dtype_name(entry.tensor.dtype()) +
                   " " + shape_str(entry.tensor.shape()));
-        Tensor host = from.to(Device::CPU);
-        std::memcpy(entry.tensor.raw(), host.raw(),
-                    (size_t)host.numel() * dtype_size(host.dtype()));
+        entry.tensor.copy_from(from);  // the moments may live on the GPU
         by_name.erase(it);
     }
     if (!by_name.empty())

@@ -101,9 +101,8 @@ void merge_collected(const nn::Module& model) {
 
 void check_calibrated(const nn::Module& model, const std::string& hint) {
     for (auto& [name, q] : model.named_quantizers()) {
-        const float* a = q->amax.f32();
-        for (int64_t i = 0; i < q->amax.numel(); ++i)
-            if (std::isnan(a[i])) throw std::runtime_error(name + " has no range (amax is NaN): " + hint);
+        for (float a : q->amax.to_vector())
+            if (std::isnan(a)) throw std::runtime_error(name + " has no range (amax is NaN): " + hint);
     }
 }
 

@@ -39,10 +39,7 @@ Shape weight_amax_shape(const nn::Linear& linear, const QuantDescriptor& desc) {
     return shape;
 }
 
-void write_amax(TensorQuantizer& q, float value) {
-    float* a = q.amax.f32();
-    for (int64_t i = 0; i < q.amax.numel(); ++i) a[i] = value;
-}
+void write_amax(TensorQuantizer& q, float value) { q.amax.copy_from(full(q.amax.shape(), value)); }
 
 // The largest of three single ranges, given to all three; per-channel or missing ones are left.
 void share_largest_range(TensorQuantizer* a, TensorQuantizer* b, TensorQuantizer* c) {
@@ -174,8 +171,7 @@ void calibrate_weights(const nn::Module& model) {
         if (q.role != QuantRole::Weight) continue;
         MaxCalibrator calib{q.desc.axis, {}};
         collect(calib, q.weight);
-        std::vector<float> amax = compute_amax(calib);
-        std::copy(amax.begin(), amax.end(), q.amax.f32());
+        q.amax.copy_from(from_vector(q.amax.shape(), compute_amax(calib)));
     }
 }
 

@@ -6,10 +6,12 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "autograd/ops/vector_math.h"
 #include "autograd/parallel.h"
+#include "cuda/device_array.h"
 #include "cuda/quant_math.h"
 #include "quant/channel_runs.h"
 
@@ -20,9 +22,14 @@ namespace {
 constexpr int64_t kGrain = 1 << 15;
 constexpr int64_t kBlock = 256;  // bin indices computed (vectorised) this many at a time
 
-void check_cpu_float(const Tensor& x, const char* what) {
+void check_float(const Tensor& x, const char* what) {
     if (!x.defined() || x.dtype() != DType::F32) throw std::runtime_error(std::string(what) + ": x must be float32");
-    check_cpu(what, {&x});
+}
+
+float from_bits(uint32_t bits) {
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
 }
 
 void check_finite(int64_t nonfinite, const char* what) {
@@ -65,14 +72,58 @@ float bin_indices(int32_t* idx, const float* x, float width, float range_end, in
     return m;
 }
 
+// max |x| per channel of x seen as [outer, C, inner] (split), NaN and infinities skipped and
+// added to *nonfinite; on x's device.
+std::vector<float> channel_max(const Tensor& x, const AxisSplit& split, int64_t* nonfinite) {
+    if (x.is_cuda()) {
+        cuda::DeviceArray<uint32_t> bits(std::vector<uint32_t>((size_t)split.n, 0));
+        cuda::DeviceArray<unsigned long long> bad(std::vector<unsigned long long>(1, 0));
+        cuda::max_collect(bits.ptr, bad.ptr, x.f32(), split.n, split.inner, x.numel());
+        std::vector<float> amax;
+        for (uint32_t b : bits.host()) amax.push_back(from_bits(b));
+        *nonfinite += (int64_t)bad.host()[0];
+        return amax;
+    }
+    std::vector<float> batch((size_t)split.n, 0.0f);
+    const float* px = x.f32();
+    parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        std::vector<float> local((size_t)split.n, 0.0f);
+        int64_t bad = 0;
+        for_each_channel_run(split, begin, end, [&](int64_t b, int64_t n, int64_t c) {
+            local[(size_t)c] = std::max(local[(size_t)c], abs_max(px + b, n, &bad));
+        });
+#pragma omp critical(qdq_max_merge)
+        {
+            for (size_t c = 0; c < local.size(); ++c) batch[c] = std::max(batch[c], local[c]);
+            *nonfinite += bad;
+        }
+    });
+    return batch;
+}
+
 struct BinnedBatch {
     std::vector<int64_t> counts;
     float max = 0.0f;  // largest finite |x|, within the range or beyond it
     int64_t nonfinite = 0;
 };
 
+// bin_batch by the device's kernel (cuda/kernels/calibration.cuh): the same bins, counted by
+// atomic adds.
+BinnedBatch bin_batch_on_device(const HistogramCalibrator& calib, const Tensor& x) {
+    const int64_t bins = (int64_t)calib.counts.size();
+    cuda::DeviceArray<unsigned long long> counts(std::vector<unsigned long long>((size_t)bins, 0)), bad({0});
+    cuda::DeviceArray<uint32_t> max_bits({0});
+    cuda::histogram_collect(counts.ptr, max_bits.ptr, bad.ptr, x.f32(), calib.width, bins, x.numel());
+    BinnedBatch batch;
+    for (unsigned long long c : counts.host()) batch.counts.push_back((int64_t)c);
+    batch.max = from_bits(max_bits.host()[0]);
+    batch.nonfinite = (int64_t)bad.host()[0];
+    return batch;
+}
+
 // One pass: the batch's counts in the current bins, and how far it reaches beyond them.
 BinnedBatch bin_batch(const HistogramCalibrator& calib, const Tensor& x) {
+    if (x.is_cuda()) return bin_batch_on_device(calib, x);
     BinnedBatch batch{std::vector<int64_t>(calib.counts.size(), 0)};
     int32_t bins = (int32_t)calib.counts.size();
     float range_end = histogram_edge(calib, bins);
@@ -123,26 +174,13 @@ int64_t bins_covering(const HistogramCalibrator& calib, float v) {
 // ---- max ----------------------------------------------------------------------------------
 
 void collect(MaxCalibrator& calib, const Tensor& x) {
-    check_cpu_float(x, "MaxCalibrator");
+    check_float(x, "MaxCalibrator");
     AxisSplit split = channel_split(x.shape(), calib.axis, "MaxCalibrator");
     check(calib.amax.empty() || (int64_t)calib.amax.size() == split.n,
           "MaxCalibrator: amax shape changed: " + std::to_string(calib.amax.size()) +
               " channels before, " + std::to_string(split.n) + " now");
-    std::vector<float> batch((size_t)split.n, 0.0f);
     int64_t nonfinite = 0;
-    const float* px = x.f32();
-    parallel_for(x.numel(), kGrain, [&](int64_t begin, int64_t end) {
-        std::vector<float> local((size_t)split.n, 0.0f);
-        int64_t bad = 0;
-        for_each_channel_run(split, begin, end, [&](int64_t b, int64_t n, int64_t c) {
-            local[(size_t)c] = std::max(local[(size_t)c], abs_max(px + b, n, &bad));
-        });
-#pragma omp critical(qdq_max_merge)
-        {
-            for (size_t c = 0; c < local.size(); ++c) batch[c] = std::max(batch[c], local[c]);
-            nonfinite += bad;
-        }
-    });
+    const std::vector<float> batch = channel_max(x, split, &nonfinite);
     check_finite(nonfinite, "MaxCalibrator");
     if (calib.amax.empty()) calib.amax = batch;
     else
@@ -163,13 +201,13 @@ float histogram_edge(const HistogramCalibrator& calib, int64_t i) {
 }
 
 void collect(HistogramCalibrator& calib, const Tensor& x) {
-    check_cpu_float(x, "HistogramCalibrator");
+    check_float(x, "HistogramCalibrator");
     check(calib.initial_bins >= 1 && calib.initial_bins <= kMaxHistogramBins,
           "HistogramCalibrator: initial_bins must be in [1, 2^24]");
     if (calib.counts.empty()) calib.counts.assign((size_t)calib.initial_bins, 0);
     if (calib.width == 0.0f) {
         int64_t nonfinite = 0;
-        float m = abs_max(x.f32(), x.numel(), &nonfinite);
+        const float m = channel_max(x, AxisSplit{1, 1, x.numel()}, &nonfinite)[0];
         check_finite(nonfinite, "HistogramCalibrator");
         if (m == 0.0f) {
             calib.counts[0] += x.numel();

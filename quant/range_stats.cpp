@@ -33,7 +33,8 @@ RangeStats histogram_range_stats(const HistogramCalibrator& calib, float amax) {
     return {clipped / total, sqnr_db(signal, noise)};
 }
 
-RangeStats tensor_range_stats(const Tensor& x, const Tensor& amax, const QuantParams& params) {
+RangeStats tensor_range_stats(const Tensor& x_anywhere, const Tensor& amax_anywhere, const QuantParams& params) {
+    const Tensor x = x_anywhere.cpu(), amax = amax_anywhere.cpu();
     // Per channel over axis 0 of a [out, in] weight (PQ's keepdims amax {out, 1}): row i / in.
     const float* pa = amax.f32();
     const int64_t n = x.numel(), channels = params.axis ? amax.numel() : 1, per_channel = n / channels;

@@ -17,7 +17,7 @@ void write_amax(const Tensor& amax, const std::vector<float>& values) {
     check((int64_t)values.size() == amax.numel(),
           "load_calib_amax: the calibrator gave " + std::to_string(values.size()) +
               " values for an amax of shape " + shape_str(amax.shape()));
-    std::copy(values.begin(), values.end(), amax.f32());
+    amax.copy_from(from_vector(amax.shape(), values));  // amax lives where the model does
 }
 
 }  // namespace

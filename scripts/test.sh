@@ -15,6 +15,6 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
 # where no GPU is attached. Only what those tests need is built.
 emulated=${build_dir}-emulated
 cmake -S "$root" -B "$emulated" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQDQ_CUDA=EMULATED
-cmake --build "$emulated" --target test_cuda test_ops_nn test_selftest
-ctest --test-dir "$emulated" --output-on-failure -R '^(Cuda|OpsNnCuda|Selftest)\.'
+cmake --build "$emulated" --target test_cuda test_ops_nn test_selftest test_device_run
+ctest --test-dir "$emulated" --output-on-failure -R '^(Cuda|OpsNnCuda|Selftest|DeviceRun)\.'
 

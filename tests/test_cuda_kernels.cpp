@@ -329,3 +329,20 @@ TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {
     EXPECT_THROW(cuda::softmax_forward(&y, &x, nullptr, &offset, 1.0f, 1, 1, 48), std::invalid_argument);
     EXPECT_THROW(cuda::for_each(1, cuda::AddOp{&y, &x, &x}, 0), std::invalid_argument);
 }
+
+namespace {
+
+// Broken on purpose: only thread 0 reaches the barrier, which on a GPU hangs or corrupts.
+__global__ void divergent_barrier_kernel(float* out) {
+    if (threadIdx.x == 0) __syncthreads();
+    out[threadIdx.x] = 1.0f;
+}
+
+}  // namespace
+
+// The fibers that run a block's threads here see a barrier that some thread never reaches as
+// the deadlock it is, and stop the process naming it.
+TEST(CudaKernelsOnHost, ABarrierNotEveryThreadReachesIsReportedAsADeadlock) {
+    std::vector<float> out(64);
+    EXPECT_DEATH(cuda::launch(divergent_barrier_kernel, dim3(1), dim3(64), out.data()), "deadlock");
+}

@@ -152,7 +152,8 @@ private:
             const int64_t M = out.labels.numel(), V = out.logits.size(-1);
             if (M == 0) continue;
             losses[b] = (double)nn::BertForMaskedLM::loss(out.logits, out.labels).item() * (double)M;
-            const float* logits = out.logits.f32();
+            const Tensor host_logits = out.logits.cpu();
+            const float* logits = host_logits.f32();
             for (int64_t m = 0; m < M; ++m) {
                 const float* row = logits + m * V;
                 counts[2 * b + 1] += std::max_element(row, row + V) - row == out.labels.i32()[m];

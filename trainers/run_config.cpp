@@ -200,6 +200,7 @@ TrainingSettings parse_training_settings(const nlohmann::json& section, const st
     training.read("group_by_length", t.group_by_length);
     training.read("bf16", t.bf16);
     training.read("ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
+    training.read("use_cpu", t.use_cpu);
     training.finish();
     check_training_settings(training, t);
     return t;
@@ -352,7 +353,8 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
           {"save_total_limit", t.save_total_limit}, {"load_best_model_at_end", t.load_best_model_at_end},
           {"metric_for_best_model", t.metric_for_best_model},
-          {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb}}}};
+          {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
+          {"use_cpu", t.use_cpu}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     // Only when used: the configs of runs without a validation split stay as they were.
     if (d.validation_fraction > 0) {

@@ -16,7 +16,8 @@
 //               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h),
-//               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h)
+//               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h),
+//               use_cpu (the CPU although a GPU is present, trainers/run_device.h)
 //   "quantization": (qdqbert/qdq_placement.h)
 //   "distillation": teacher (a model of the same task: a checkpoint, model.h5, .safetensors or
 //               HF directory; run in float, without quantizers; in the pipeline it defaults to
@@ -135,6 +136,8 @@ struct TrainingSettings {
     // Under mpirun, the size of the buckets gradients are summed in across ranks while backward
     // goes on (HF's name; PyTorch DDP's default of 25 MB).
     double ddp_bucket_cap_mb = 25;
+    // Hugging Face's use_cpu: run on the CPU although a GPU is present (trainers/run_device.h).
+    bool use_cpu = false;
 };
 
 // calibrate's sweep: which quantizers are left in float one at a time.

@@ -9,6 +9,7 @@
 #include "nn/pretrained.h"
 #include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
+#include "trainers/run_device.h"
 
 namespace qdq {
 
@@ -62,7 +63,11 @@ std::vector<NamedOutputs> run_eval_model(nn::Module& model, const std::vector<nn
     NoGradGuard no_grad;
     std::vector<NamedOutputs> outputs;
     outputs.reserve(batches.size());
-    for (const nn::BertInputs& batch : batches) outputs.push_back(forward(batch));
+    for (const nn::BertInputs& batch : batches) {
+        NamedOutputs out = forward(batch);
+        for (auto& [name, tensor] : out) tensor = tensor.cpu();  // scored on the host
+        outputs.push_back(std::move(out));
+    }
     model.train(was_training);
     return outputs;
 }
@@ -121,10 +126,13 @@ SplitIndices validation_split(size_t count, double fraction, uint64_t seed) {
 }
 
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
-    if (config.data.task == "classification") return make_classification_task(config, data);
-    if (config.data.task == "squad") return make_squad_task(config, data);
-    if (config.data.task == "mlm") return make_mlm_task(config, data);
-    throw std::runtime_error(config.source + ": data.task: unknown task '" + config.data.task + "'");
+    std::unique_ptr<Task> task;
+    if (config.data.task == "classification") task = make_classification_task(config, data);
+    else if (config.data.task == "squad") task = make_squad_task(config, data);
+    else if (config.data.task == "mlm") task = make_mlm_task(config, data);
+    else throw std::runtime_error(config.source + ": data.task: unknown task '" + config.data.task + "'");
+    if (data.on_run_device) place_on_run_device(task->model(), config);
+    return task;
 }
 
 }  // namespace qdq

@@ -28,11 +28,13 @@ namespace qdq {
 
 // Which example sets make_task reads: training needs both, eval only the eval set, predict none.
 // `weights` false leaves model.init's weights unread (its model config is still used), for a
-// caller that loads a checkpoint of its own over them.
+// caller that loads a checkpoint of its own over them (loading follows the model's device).
+// `on_run_device` false keeps the model on the CPU, for the exports, which read its weights.
 struct TaskData {
     bool train = true;
     bool eval = true;
     bool weights = true;
+    bool on_run_device = true;
 };
 
 // With data.validation_fraction > 0 a seeded share of the training examples (SQuAD: of their
@@ -111,6 +113,8 @@ nn::BertConfig task_model_config(const RunConfig& config);
 // a "quantization" section the model gets its quantizers (qdqbert/qdq_placement.h) before
 // model.init is read, so a calibrated checkpoint's ranges load with its weights. With
 // data.train and a "distillation" section it also loads the teacher (trainers/distillation.h).
+// The model then goes to the run's device (trainers/run_device.h), which refuses a config the
+// GPU cannot run yet.
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
 
 // The run config as checkpoints and config.json keep it: run_config_to_json with model.config

@@ -36,11 +36,12 @@ namespace {
 
 volatile std::sig_atomic_t stop_requested = 0;
 
-// Keys that may change between a run and its resumption: where and how often it reports, and
-// where the data files sit (compared by file name, so a run moves between machines).
+// Keys that may change between a run and its resumption: where and how often it reports, the
+// device, and where the data files sit (compared by file name, so a run moves between machines).
 const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", "save_steps",
                                    "save_total_limit", "per_device_eval_batch_size", "load_best_model_at_end",
-                                   "metric_for_best_model", "greater_is_better", "ddp_bucket_cap_mb"};
+                                   "metric_for_best_model", "greater_is_better", "ddp_bucket_cap_mb",
+                                   "use_cpu"};
 
 nlohmann::json comparable(nlohmann::json config) {
     for (const char* key : kFreeTrainingKeys) config["training"].erase(key);

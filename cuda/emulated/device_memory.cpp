@@ -5,16 +5,20 @@
 // no GPU; only the hardware is missing.
 //
 // On a GPU, host code that reads a device pointer crashes or reads garbage. So that the same
-// mistake fails here too, each allocation is its own mapping, inaccessible (PROT_NONE) except
-// while a kernel, a copy, a memset or the GEMM runs: a stray host read or write is a SIGSEGV at
-// the line that made it.
+// mistake fails here too, device memory is carved from one reserved mapping that is closed
+// (PROT_NONE) except while a kernel, a copy, a memset or the GEMM runs: a stray host read or
+// write is a SIGSEGV at the line that made it. One mapping, so that opening and closing is one
+// system call whatever the number of tensors.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "cuda/backend.h"
 #include "cuda/emulated/device_access.h"
@@ -24,32 +28,51 @@ namespace qdq::cuda {
 
 namespace {
 
-struct Mappings {
+constexpr size_t kReserved = size_t(1) << 38;  // address space only (MAP_NORESERVE)
+constexpr size_t kMinBlock = 256;
+
+// A bump allocator over the mapping with a free list per power-of-two block size: a test
+// build's allocator, simple rather than tight.
+struct Arena {
     std::mutex mutex;
-    std::map<void*, size_t> live;  // address -> mapped bytes
-    int open = 0;                  // nesting depth of open_device_memory
+    char* base = nullptr;
+    size_t used = 0;                           // bytes bumped so far
+    size_t opened = 0;                         // bytes currently readable (a page multiple)
+    int open = 0;                              // nesting depth of DeviceMemoryAccess and launches
+    std::map<void*, size_t> sizes;             // live block -> its size
+    std::map<size_t, std::vector<void*>> free;  // size -> freed blocks
+
+    Arena() {
+        void* p = mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) throw std::runtime_error("emulated device: cannot reserve its address space");
+        base = static_cast<char*>(p);
+    }
+
+    size_t page_end(size_t bytes) const {
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        return (bytes + page - 1) / page * page;
+    }
+    void protect(size_t begin, size_t end, bool readable) const {
+        if (end > begin && mprotect(base + begin, end - begin, readable ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
+            throw std::runtime_error("emulated device: mprotect failed");
+    }
+    // Opens or closes everything bumped so far; called with the mutex held.
+    void set_open(bool readable) {
+        if (readable ? open++ > 0 : --open > 0) return;
+        opened = readable ? page_end(used) : 0;
+        protect(0, page_end(used), readable);
+    }
 };
 
-Mappings& mappings() {
-    static Mappings m;
-    return m;
-}
-
-size_t mapped_bytes(size_t bytes) {
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    return (bytes + page - 1) / page * page + (bytes == 0 ? page : 0);
-}
-
-void protect(void* ptr, size_t bytes, bool open) {
-    if (mprotect(ptr, bytes, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
-        throw std::runtime_error("emulated device: mprotect failed");
+Arena& arena() {
+    static Arena a;
+    return a;
 }
 
 void set_access(bool open) {
-    Mappings& m = mappings();
-    std::lock_guard lock(m.mutex);
-    if (open ? m.open++ > 0 : --m.open > 0) return;
-    for (auto& [ptr, bytes] : m.live) protect(ptr, bytes, open);
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    a.set_open(open);
 }
 
 // Kernel launches open the memory too.
@@ -70,23 +93,35 @@ std::string runtime_versions() { return "driver emulated, runtime emulated"; }
 
 void* device_alloc(size_t bytes) {
     (void)launches_open_memory;
-    const size_t mapped = mapped_bytes(bytes);
-    Mappings& m = mappings();
-    std::lock_guard lock(m.mutex);
-    void* ptr = mmap(nullptr, mapped, m.open > 0 ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (ptr == MAP_FAILED) throw std::runtime_error("emulated device: out of memory");
-    m.live[ptr] = mapped;
+    const size_t size = std::bit_ceil(std::max(bytes, kMinBlock));
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    std::vector<void*>& reusable = a.free[size];
+    void* ptr = nullptr;
+    if (!reusable.empty()) {
+        ptr = reusable.back();
+        reusable.pop_back();
+    } else {
+        if (a.used + size > kReserved) throw std::runtime_error("emulated device: out of memory");
+        ptr = a.base + a.used;
+        a.used += size;
+        if (a.open > 0) {  // memory bumped while open is opened too
+            a.protect(a.opened, a.page_end(a.used), true);
+            a.opened = a.page_end(a.used);
+        }
+    }
+    a.sizes[ptr] = size;
     return ptr;
 }
 
 void device_free(void* ptr) {
     if (!ptr) return;
-    Mappings& m = mappings();
-    std::lock_guard lock(m.mutex);
-    auto it = m.live.find(ptr);
-    if (it == m.live.end()) return;
-    munmap(ptr, it->second);
-    m.live.erase(it);
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    auto it = a.sizes.find(ptr);
+    if (it == a.sizes.end()) return;
+    a.free[it->second].push_back(ptr);
+    a.sizes.erase(it);
 }
 
 void memset_zero(void* ptr, size_t bytes) {

@@ -37,6 +37,10 @@ __device__ T block_reduce(T v, Op op, T identity) {
     return v;
 }
 
+// The block the backend gives a row kernel: a thread per column, rounded up to a whole warp, at
+// most 128, so that a short row (BERT-mini's 16 attention positions) does not idle most of a block.
+inline unsigned row_block_for(int64_t C) { return C >= 128 ? 128u : (unsigned)((C + 31) / 32 * 32 + (C == 0) * 32); }
+
 // The launchers of row kernels check their block size with this.
 inline void check_row_block(unsigned block, const char* what) {
     if (block == 0 || block % 32 != 0 || block > 1024)

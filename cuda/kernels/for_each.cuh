@@ -1,6 +1,6 @@
 // Element-wise work on the device: f(i) for every i in [0, n) by a grid-stride loop, f a
-// __host__ __device__ functor holding its pointers. Grids stop at 65,535 blocks; each thread
-// then takes several elements.
+// __host__ __device__ functor holding its pointers. Grids stop at kMaxGridStrideBlocks
+// (cuda/kernels/kernel_compat.h); each thread then takes several elements.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@ void for_each(int64_t n, F f, unsigned block = 256) {
     if (n == 0) return;
     if (block == 0 || block % 32 != 0) throw std::invalid_argument("for_each: the block size must be a multiple of 32");
     const int64_t blocks = (n + block - 1) / block;
-    launch(for_each_kernel<F>, dim3((unsigned)(blocks < 65535 ? blocks : 65535)), dim3(block), n, f);
+    launch(for_each_kernel<F>, dim3((unsigned)(blocks < kMaxGridStrideBlocks ? blocks : kMaxGridStrideBlocks)), dim3(block), n, f);
 }
 
 }  // namespace qdq::cuda

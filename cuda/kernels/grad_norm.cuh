@@ -18,10 +18,11 @@ static __global__ void sum_of_squares_blocks(double* partial, const float* x, in
     if (threadIdx.x == 0) partial[blockIdx.x] = sum;
 }
 
-// Blocks a launch of sum_of_squares uses for n elements: the size of `partial`.
+// Blocks a launch of sum_of_squares uses for n elements: the size of `partial`. At most 1024
+// (fewer on the host, kernel_compat.h), each thread then striding over the rest.
 inline unsigned sum_of_squares_block_count(int64_t n, unsigned block) {
-    const int64_t blocks = (n + block - 1) / block;
-    return (unsigned)(blocks < 1 ? 1 : blocks < 1024 ? blocks : 1024);
+    const int64_t blocks = (n + block - 1) / block, most = kMaxGridStrideBlocks < 1024 ? kMaxGridStrideBlocks : 1024;
+    return (unsigned)(blocks < 1 ? 1 : blocks < most ? blocks : most);
 }
 
 inline void sum_of_squares(double* partial, const float* x, int64_t n, unsigned block = 256) {

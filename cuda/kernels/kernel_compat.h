@@ -12,6 +12,10 @@
 
 namespace qdq::cuda {
 
+// The most blocks a grid-stride kernel (for_each) is given: CUDA's limit for grid.x in older
+// architectures' terms.
+constexpr int64_t kMaxGridStrideBlocks = 65535;
+
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
     kernel<<<grid, block>>>(args...);
@@ -23,5 +27,14 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
 #else
 
 #include "cuda/host_threads.h"
+
+namespace qdq::cuda {
+
+// On the host every CUDA thread costs a fiber, so a grid-stride kernel gets few blocks and each
+// thread strides over many elements: the loop that a GPU takes only beyond 65,535 blocks is then
+// the one every test takes.
+constexpr int64_t kMaxGridStrideBlocks = 4;
+
+}  // namespace qdq::cuda
 
 #endif

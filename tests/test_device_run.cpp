@@ -1,0 +1,211 @@
+// Whole runs on the device, as a GPU user gets them: training (the tiny classification task,
+// dropout on), the SQuAD and masked-LM heads, calibration and QAT each end where the same run on
+// the CPU (training.use_cpu) ends, within float rounding; a checkpoint written on one device
+// resumes on the other; a config the device cannot run yet is refused before anything runs.
+// Here the device is the emulated one (cuda/emulated/, the test build the suite also makes):
+// its memory is closed to host code, so a host read of a device tensor anywhere in these paths
+// fails. Without a device every test skips, saying so.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "app/calibrate.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "cuda/backend.h"
+#include "io/hdf5_weights.h"
+#include "nn/heads.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
+#include "trainers/checkpoint.h"
+#include "trainers/run_device.h"
+#include "trainers/trainer.h"
+
+using namespace qdq;
+using namespace qdq::testing;
+namespace fs = std::filesystem;
+
+#define REQUIRE_CUDA_DEVICE()                                                               \
+    do {                                                                                    \
+        if (cuda::device_count() == 0)                                                      \
+            GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")"; \
+    } while (0)
+
+namespace {
+
+RunConfig parse(const nlohmann::json& raw) { return parse_run_config(raw, "test.json", "."); }
+
+nlohmann::json on_cpu(nlohmann::json raw) {
+    raw["training"]["use_cpu"] = true;
+    return raw;
+}
+
+// The tiny task with dropout, so that the device's masks must be the CPU's.
+nlohmann::json device_config(const TempDir& dir, const std::string& out) {
+    nlohmann::json raw = tiny_config(dir, out);
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.1;
+    return raw;
+}
+
+TrainOutcome train_run(const nlohmann::json& raw) {
+    const RunConfig config = parse(raw);
+    std::unique_ptr<Task> task = make_task(config, {true, true});
+    return train(config, *task, {});
+}
+
+// Two saved models agree tensor by tensor within float rounding of a few steps.
+void expect_close_weights(const fs::path& a, const fs::path& b) {
+    Hdf5Weights x = load_hdf5_weights(a.string()), y = load_hdf5_weights(b.string());
+    ASSERT_EQ(x.tensors.size(), y.tensors.size());
+    for (size_t i = 0; i < x.tensors.size(); ++i) {
+        ASSERT_EQ(x.tensors[i].name, y.tensors[i].name);
+        expect_close(x.tensors[i].tensor, y.tensors[i].tensor, 2e-4f, 2e-5f, x.tensors[i].name.c_str());
+    }
+}
+
+}  // namespace
+
+TEST(DeviceRun, TrainingOnTheDeviceEndsWhereTheCpuRunEnds) {
+    REQUIRE_CUDA_DEVICE();
+    TempDir dir;
+    write_task_files(dir);
+    const RunConfig config = parse(device_config(dir, "gpu"));
+    ASSERT_EQ(run_device(config.training), Device::CUDA);
+    std::unique_ptr<Task> task = make_task(config, {true, true});
+    for (const NamedTensor& p : task->model().named_parameters()) ASSERT_TRUE(p.tensor.is_cuda()) << p.name;
+    const TrainOutcome gpu = train(config, *task, {});
+    ASSERT_EQ(gpu.status, TrainStatus::finished);
+    const TrainOutcome cpu = train_run(on_cpu(device_config(dir, "cpu")));
+    ASSERT_EQ(cpu.status, TrainStatus::finished);
+    EXPECT_EQ(gpu.metrics["accuracy"], cpu.metrics["accuracy"]);
+    EXPECT_NEAR(gpu.metrics["eval_loss"].get<double>(), cpu.metrics["eval_loss"].get<double>(), 1e-4);
+    expect_close_weights(dir.path() / "gpu" / "model.h5", dir.path() / "cpu" / "model.h5");
+}
+
+// The device's checkpoint at step 8 finishes on the CPU, and the CPU's on the device; each ends
+// where the run it came from ended.
+TEST(DeviceRun, ACheckpointResumesOnTheOtherDevice) {
+    REQUIRE_CUDA_DEVICE();
+    TempDir dir;
+    write_task_files(dir);
+    ASSERT_EQ(train_run(device_config(dir, "gpu")).status, TrainStatus::finished);
+    ASSERT_EQ(train_run(on_cpu(device_config(dir, "cpu"))).status, TrainStatus::finished);
+    for (const auto& [from, to_cpu] : {std::pair{"gpu", true}, std::pair{"cpu", false}}) {
+        const std::string moved = std::string(from) + "_moved";
+        fs::create_directories(dir.path() / moved);
+        fs::copy_file(dir.path() / from / checkpoint_name(8), dir.path() / moved / checkpoint_name(8));
+        nlohmann::json raw = device_config(dir, moved);
+        if (to_cpu) raw = on_cpu(raw);
+        const RunConfig config = parse(raw);
+        std::unique_ptr<Task> task = make_task(config, {true, true});
+        ASSERT_EQ(train(config, *task, {}).status, TrainStatus::finished) << moved;
+        std::ifstream log(dir.path() / moved / "metrics.jsonl");
+        std::string first_record;
+        std::getline(log, first_record);
+        EXPECT_NE(first_record.find("\"step\":9"), std::string::npos) << moved << " did not resume: " << first_record;
+        expect_close_weights(dir.path() / moved / "model.h5", dir.path() / from / "model.h5");
+    }
+}
+
+// One training batch of each head on both devices: the loss and every parameter's gradient.
+TEST(DeviceRun, SquadAndMaskedLmHeadsGiveTheCpusLossAndGradients) {
+    REQUIRE_CUDA_DEVICE();
+    nn::BertConfig c;
+    c.vocab_size = 40, c.hidden_size = 16, c.num_hidden_layers = 2, c.num_attention_heads = 2;
+    c.intermediate_size = 24, c.max_position_embeddings = 16, c.hidden_dropout_prob = 0.1f;
+    nn::BertInputs in{from_ints({2, 7}, {2, 11, 12, 13, 3, 0, 0, 2, 21, 22, 23, 24, 25, 3}), Tensor(),
+                      from_ints({2, 7}, {1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1})};
+    const Tensor starts = from_ints({2}, {1, 9}), ends = from_ints({2}, {3, 4});  // 9: outside, ignored
+    const Tensor mlm_labels = from_ints({2, 7}, {-100, 11, -100, -100, -100, -100, -100, -100, -100, 30, -100, 24, -100, -100});
+    auto gradients = [&](nn::Module& model, Device device, const std::function<Tensor()>& loss) {
+        model.move_to(device);
+        model.train();
+        Tensor l = loss();
+        backward(l);
+        NamedTensors out{{"loss", l.cpu()}};
+        for (const NamedTensor& p : model.named_parameters())
+            if (p.tensor.grad().defined()) out.push_back({p.name, p.tensor.grad().cpu()});
+        return out;
+    };
+    auto compare = [](const NamedTensors& gpu, const NamedTensors& cpu) {
+        ASSERT_EQ(gpu.size(), cpu.size());
+        for (size_t i = 0; i < gpu.size(); ++i) expect_close(gpu[i].tensor, cpu[i].tensor, 1e-4f, 1e-5f, gpu[i].name.c_str());
+    };
+    for (int head = 0; head < 2; ++head) {
+        NamedTensors by_device[2];
+        for (Device device : {Device::CUDA, Device::CPU}) {
+            Rng init(11);
+            NamedTensors& out = by_device[device == Device::CPU];
+            if (head == 0) {
+                nn::BertForQuestionAnswering qa(c, init);
+                out = gradients(qa, device, [&] { return nn::BertForQuestionAnswering::loss(qa.forward(in), starts, ends); });
+            } else {
+                nn::BertForMaskedLM mlm(c, init);
+                out = gradients(mlm, device, [&] {
+                    nn::MaskedLMLogits m = mlm.forward_masked(in, mlm_labels);
+                    return nn::BertForMaskedLM::loss(m.logits, m.labels);
+                });
+            }
+        }
+        compare(by_device[0], by_device[1]);
+    }
+}
+
+// PTQ by every method on both devices gives the same ranges (max: the same floats; the
+// histogram methods: within a bin) and the same metrics, and QAT from the device's max
+// checkpoint ends where the CPU's does.
+TEST(DeviceRun, CalibrationAndQatOnTheDeviceMatchTheCpu) {
+    REQUIRE_CUDA_DEVICE();
+    TempDir dir;
+    write_task_files(dir);
+    ASSERT_EQ(train_run(device_config(dir, "fp32")).status, TrainStatus::finished);
+    CalibrationResult results[2];
+    for (bool cpu : {false, true}) {
+        nlohmann::json raw = device_config(dir, cpu ? "calib_cpu" : "calib_gpu");
+        raw["model"]["init"] = (dir.path() / "fp32" / "model.h5").string();
+        raw["quantization"] = {{"calibration_examples", 32}};
+        if (cpu) raw = on_cpu(raw);
+        const RunConfig config = parse(raw);
+        std::unique_ptr<Task> task = make_task(config, {true, true});
+        results[cpu] = calibrate(config, *task, {.sensitivity = Sensitivity::none, .all_methods = true});
+    }
+    ASSERT_EQ(results[0].methods.size(), results[1].methods.size());
+    for (size_t m = 0; m < results[0].methods.size(); ++m) {
+        const CalibratedMethod &gpu = results[0].methods[m], &cpu = results[1].methods[m];
+        EXPECT_EQ(gpu.metrics.values.at("accuracy"), cpu.metrics.values.at("accuracy")) << gpu.name;
+        Hdf5Weights g = load_hdf5_weights(gpu.checkpoint), h = load_hdf5_weights(cpu.checkpoint);
+        ASSERT_EQ(g.tensors.size(), h.tensors.size());
+        const float rtol = gpu.name == "max" ? 1e-5f : 2e-2f;
+        for (size_t i = 0; i < g.tensors.size(); ++i)
+            if (g.tensors[i].name.find("_amax") != std::string::npos)
+                expect_close(g.tensors[i].tensor, h.tensors[i].tensor, rtol, 0.0f, (gpu.name + " " + g.tensors[i].name).c_str());
+    }
+    for (bool cpu : {false, true}) {
+        nlohmann::json raw = device_config(dir, cpu ? "qat_cpu" : "qat_gpu");
+        raw["model"]["init"] = (dir.path() / "calib_gpu" / "max" / "model.h5").string();
+        raw["quantization"] = {{"calibration_examples", 32}};
+        raw["training"]["learning_rate"] = 1e-3;
+        raw["training"]["max_steps"] = 4;
+        ASSERT_EQ(train_run(cpu ? on_cpu(raw) : raw).status, TrainStatus::finished);
+    }
+    expect_close_weights(dir.path() / "qat_gpu" / "model.h5", dir.path() / "qat_cpu" / "model.h5");
+}
+
+TEST(DeviceRun, AConfigTheDeviceCannotRunIsRefusedBeforeTheRun) {
+    REQUIRE_CUDA_DEVICE();
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = device_config(dir, "refused");
+    raw["training"]["bf16"] = true;
+    raw["quantization"] = {{"input", {{"calib_method", "histogram"}, {"learn_amax", true}}}};
+    expect_error([&] { make_task(parse(raw), {true, true}); },
+                 {"test.json", "cannot go on the GPU", "training.bf16", "quantization.input.learn_amax", "PACT",
+                  "training.use_cpu"});
+    EXPECT_FALSE(fs::exists(dir.path() / "refused"));
+    EXPECT_NO_THROW(make_task(parse(on_cpu(raw)), {true, true}));
+}

@@ -1,0 +1,49 @@
+#include "trainers/run_device.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "cuda/backend.h"
+#include "parallel/communicator.h"
+
+namespace qdq {
+
+Device run_device(const TrainingSettings& training) {
+    return !training.use_cpu && cuda::device_count() > 0 ? Device::CUDA : Device::CPU;
+}
+
+std::vector<std::string> device_gaps(const RunConfig& config) {
+    std::vector<std::string> gaps;
+    if (config.training.bf16) gaps.push_back("training.bf16: the device's GEMM has no bf16 path yet");
+    if (config.distillation)
+        gaps.push_back("distillation: softmax_kl_div (the distillation loss) has no CUDA kernel yet");
+    if (config.quantization)
+        for (const auto& [key, desc] : {std::pair{"quantization.input", &config.quantization->input},
+                                        std::pair{"quantization.weight", &config.quantization->weight}}) {
+            if (desc->learn_amax) gaps.push_back(std::string(key) + ".learn_amax: PACT's fake quantization has no CUDA kernel yet");
+            if (desc->learn_step_size)
+                gaps.push_back(std::string(key) + ".learn_step_size: LSQ's fake quantization has no CUDA kernel yet");
+        }
+    if (world().size > 1) gaps.push_back("mpirun: one GPU per rank is not built yet");
+    return gaps;
+}
+
+void place_on_run_device(const nn::Module& model, const RunConfig& config) {
+    const Device device = run_device(config.training);
+    static bool said = false;
+    if (!said && world().is_root()) {
+        if (device == Device::CUDA) std::fprintf(stderr, "qdqtrain: running on the GPU: %s\n", cuda::device_description().c_str());
+        else if (cuda::device_count() > 0) std::fprintf(stderr, "qdqtrain: running on the CPU (training.use_cpu)\n");
+        said = true;
+    }
+    if (device == Device::CPU) return;
+    const std::vector<std::string> gaps = device_gaps(config);
+    if (!gaps.empty()) {
+        std::string message = config.source + ": this run cannot go on the GPU:";
+        for (const std::string& gap : gaps) message += "\n  " + gap;
+        throw std::runtime_error(message + "\nset training.use_cpu to true to run it on the CPU");
+    }
+    model.move_to(device);
+}
+
+}  // namespace qdq

@@ -1,0 +1,31 @@
+// Where a run's model lives. As Hugging Face's Trainer: on the GPU when one is present, unless
+// training.use_cpu. The batches are made on the CPU and go to the device inside the model
+// (ids and labels stay on the CPU: the embedding and cross-entropy ops copy what their kernels
+// need); outputs come back for scoring; checkpoints are written from host copies, so a run
+// saved on one device resumes on the other.
+//
+// The config is checked against what the device backend has kernels for before anything runs,
+// so that a run never stops half-way at an op without one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+#include "nn/module.h"
+#include "trainers/run_config.h"
+
+namespace qdq {
+
+// Device::CUDA when a device is present and training.use_cpu is false, else Device::CPU.
+Device run_device(const TrainingSettings& training);
+
+// What the config asks for that the device cannot run yet, each naming its config key and the
+// op or piece that is missing; empty when a run of it can go on the GPU.
+std::vector<std::string> device_gaps(const RunConfig& config);
+
+// Moves `model` to run_device(config.training), first saying so on stderr (once per process).
+// On the GPU, throws naming every gap and the way out (training.use_cpu) before moving.
+void place_on_run_device(const nn::Module& model, const RunConfig& config);
+
+}  // namespace qdq
