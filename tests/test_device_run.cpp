@@ -13,6 +13,7 @@
 #include <string>
 
 #include "app/calibrate.h"
+#include "app/pipeline.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
@@ -194,6 +195,33 @@ TEST(DeviceRun, CalibrationAndQatOnTheDeviceMatchTheCpu) {
         ASSERT_EQ(train_run(cpu ? on_cpu(raw) : raw).status, TrainStatus::finished);
     }
     expect_close_weights(dir.path() / "qat_gpu" / "model.h5", dir.path() / "qat_cpu" / "model.h5");
+}
+
+// The whole pipeline with the GPU present: FP32, calibration, QAT on the device, the exports from
+// host copies, ONNX Runtime scoring the exported models. Every row agrees with the CPU's pipeline
+// to within one evaluation example, and ONNX Runtime's INT8 model scores as the device's QAT model.
+TEST(DeviceRun, ThePipelineRunsOnTheDeviceAsOnTheCpu) {
+    REQUIRE_CUDA_DEVICE();
+    TempDir dir;
+    write_task_files(dir);
+    PipelineResults results[2];
+    for (bool cpu : {false, true}) {
+        nlohmann::json raw = device_config(dir, cpu ? "pipe_cpu" : "pipe_gpu");
+        raw["quantization"] = {{"calibration_examples", 16}};
+        raw["pipeline"] = {{"validation_fraction", 0.25}, {"qat_num_train_epochs", 0.25}};
+        const PipelineOutcome outcome = run_pipeline(parse(cpu ? on_cpu(raw) : raw));
+        ASSERT_TRUE(outcome.finished);
+        results[cpu] = outcome.results;
+    }
+    const std::vector<PipelineRow> gpu = pipeline_rows(results[0]), cpu = pipeline_rows(results[1]);
+    ASSERT_EQ(gpu.size(), cpu.size());
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        EXPECT_EQ(gpu[i].model, cpu[i].model);
+        EXPECT_NEAR(gpu[i].metrics.values.at("accuracy"), cpu[i].metrics.values.at("accuracy"), 1.0 / 32 + 1e-9)
+            << gpu[i].model;
+    }
+    ASSERT_TRUE(results[0].onnx);
+    EXPECT_NEAR(results[0].onnx->int8.metrics.values.at("accuracy"), results[0].qat.values.at("accuracy"), 1.0 / 32 + 1e-9);
 }
 
 TEST(DeviceRun, AConfigTheDeviceCannotRunIsRefusedBeforeTheRun) {
