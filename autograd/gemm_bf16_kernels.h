@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "cuda/bf16_math.h"
+
 namespace qdq::bf16 {
 
 // Columns of B (and C) one micro-kernel call covers: two AMX tiles, two AVX-512 registers.
@@ -47,14 +49,8 @@ MicroKernel amx_kernel();
 // Whether the operating system lets this process use AMX tile data (asks once, on Linux).
 bool amx_permission_granted();
 
-// A bf16 number's bits, rounded as VCVTNE2PS2BF16 rounds (see round_to_bf16 in gemm_bf16.h).
-inline uint16_t bf16_bits(float x) {
-    uint32_t u;
-    __builtin_memcpy(&u, &x, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);  // quiet NaN
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);         // denormal
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
+// A bf16 number's bits, rounded as VCVTNE2PS2BF16 rounds, as the device rounds too.
+using qdq::bf16_bits;
 
 // Writes one row of a tile held in two vectors (columns 0-15 and 16-31):
 // c[0:cols] = alpha * (lo | hi) + (beta == 0 ? 0 : beta * c[0:cols]). Beta zero never reads c,

@@ -26,6 +26,14 @@ void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, si
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
           int64_t ldc);
+// The same with A and B rounded to bf16 as the CPU's gemm_bf16 rounds them (cuda/bf16_math.h)
+// and FP32 sums: cublasGemmEx on bf16 copies of the operands, FP32 compute (compute capability
+// 8.0 or later; older devices' cuBLAS refuses, and the error says so).
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+               int64_t ldc);
+// out[i] = the bf16 bits of x[i], n elements on the device.
+void to_bf16(uint16_t* out, const float* x, int64_t n);
 
 // The kernels of cuda/kernels/*.cuh, with the arguments of their CPU twins in autograd/ops/.
 // out[i] = a[i] + b[i]

@@ -22,6 +22,11 @@ void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, c
           int64_t, float, float*, int64_t) {
     unavailable();
 }
+void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
+               int64_t) {
+    unavailable();
+}
+void to_bf16(uint16_t*, const float*, int64_t) { unavailable(); }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void add_trailing(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
 void sum_repeats(float*, const float*, int64_t, int64_t) { unavailable(); }

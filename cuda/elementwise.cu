@@ -24,6 +24,7 @@ void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) { for_
 void tanh_forward(float* y, const float* x, int64_t n) { for_each(n, TanhForwardOp{y, x}); }
 void tanh_backward(float* dx, const float* dy, const float* y, int64_t n) { for_each(n, TanhBackwardOp{dx, dy, y}); }
 void scale_copy(float* y, const float* x, float s, bool accumulate, int64_t n) { for_each(n, ScaleCopyOp{y, x, s, accumulate}); }
+void to_bf16(uint16_t* out, const float* x, int64_t n) { for_each(n, ToBf16Op{out, x}); }
 
 void permute_copy(float* y, const float* x, const int64_t* out_shape, const int64_t* src_strides, int dims,
                   bool accumulate) {

@@ -3,7 +3,12 @@
 // Without a device every test but the first skips with "skipped: no CUDA device".
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "autograd/gemm.h"
+#include "autograd/gemm_bf16.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/tape.h"
@@ -69,6 +74,56 @@ TEST(Cuda, CublasGemmMatchesCpuGemmForEveryTransposeCombination) {
             // Summation order differs between the libraries: K = 53 products of |x| < 1.
             expect_close(c_gpu.to(Device::CPU), c_cpu, 1e-5f, 1e-5f, "gemm");
         }
+}
+
+// Each element of t rounded to bf16 (autograd/gemm_bf16.h), as a float tensor.
+Tensor rounded_to_bf16(const Tensor& t) {
+    Tensor out = t.clone();
+    for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = round_to_bf16(out.f32()[i]);
+    return out;
+}
+
+// The device's bf16 GEMM rounds its operands as the CPU rounds them and sums in FP32: it equals
+// the FP32 GEMM of the rounded operands, and differs from the FP32 GEMM of the originals.
+TEST(Cuda, Bf16GemmIsTheFp32GemmOfBf16RoundedOperands) {
+    REQUIRE_CUDA_DEVICE();
+    const int64_t M = 37, N = 29, K = 53;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            Tensor a = random_tensor(ta ? Shape{K, M} : Shape{M, K}, 12), b = random_tensor(tb ? Shape{N, K} : Shape{K, N}, 13);
+            Tensor c = random_tensor({M, N}, 14);
+            Tensor expected = c.clone(), unrounded = c.clone(), c_gpu = c.to(Device::CUDA);
+            const Tensor ra = rounded_to_bf16(a), rb = rounded_to_bf16(b);
+            gemm(ta, tb, M, N, K, 0.5f, ra.f32(), ta ? M : K, rb.f32(), tb ? K : N, 2.0f, expected.f32(), N);
+            gemm(ta, tb, M, N, K, 0.5f, a.f32(), ta ? M : K, b.f32(), tb ? K : N, 2.0f, unrounded.f32(), N);
+            const Tensor a_gpu = a.to(Device::CUDA), b_gpu = b.to(Device::CUDA);
+            cuda::gemm_bf16(ta, tb, M, N, K, 0.5f, a_gpu.f32(), ta ? M : K, b_gpu.f32(), tb ? K : N, 2.0f, c_gpu.f32(), N);
+            const Tensor got = c_gpu.to(Device::CPU);
+            expect_close(got, expected, 1e-5f, 1e-5f, "bf16 gemm");
+            float largest = 0;
+            for (int64_t i = 0; i < got.numel(); ++i) largest = std::max(largest, std::fabs(got.f32()[i] - unrounded.f32()[i]));
+            EXPECT_GT(largest, 1e-3f) << "the operands were not rounded";
+        }
+}
+
+// matmul under bf16 precision on the device, forward and backward, is the FP32 matmul of
+// rounded operands (the output gradient is all ones, which bf16 holds exactly).
+TEST(Cuda, MatmulUnderBf16PrecisionRoundsOnTheDeviceForwardAndBackward) {
+    REQUIRE_CUDA_DEVICE();
+    const Tensor a = random_tensor({3, 5, 40}, 15), b = random_tensor({40, 6}, 16), ones = full({3, 5, 6}, 1.0f);
+    Tensor da = a.to(Device::CUDA).set_requires_grad(), db = b.to(Device::CUDA).set_requires_grad();
+    Tensor y;
+    {
+        MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+        y = matmul(da, db);
+    }
+    backward(y, ones.to(Device::CUDA));
+    Tensor ra = rounded_to_bf16(a).set_requires_grad(), rb = rounded_to_bf16(b).set_requires_grad();
+    Tensor expected = matmul(ra, rb);
+    backward(expected, ones);
+    expect_close(y.detach().to(Device::CPU), expected.detach(), 1e-5f, 1e-5f, "output");
+    expect_close(da.grad().to(Device::CPU), ra.grad(), 1e-5f, 1e-5f, "grad a");
+    expect_close(db.grad().to(Device::CPU), rb.grad(), 1e-5f, 1e-5f, "grad b");
 }
 
 TEST(Cuda, AddAndMatmulDispatchByDeviceForwardAndBackward) {

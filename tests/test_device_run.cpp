@@ -228,11 +228,12 @@ TEST(DeviceRun, AConfigTheDeviceCannotRunIsRefusedBeforeTheRun) {
     REQUIRE_CUDA_DEVICE();
     TempDir dir;
     write_task_files(dir);
+    ASSERT_EQ(train_run(on_cpu(device_config(dir, "teacher"))).status, TrainStatus::finished);
     nlohmann::json raw = device_config(dir, "refused");
-    raw["training"]["bf16"] = true;
+    raw["distillation"] = {{"teacher", (dir.path() / "teacher" / "model.h5").string()}};
     raw["quantization"] = {{"input", {{"calib_method", "histogram"}, {"learn_amax", true}}}};
     expect_error([&] { make_task(parse(raw), {true, true}); },
-                 {"test.json", "cannot go on the GPU", "training.bf16", "quantization.input.learn_amax", "PACT",
+                 {"test.json", "cannot go on the GPU", "distillation", "softmax_kl_div", "quantization.input.learn_amax", "PACT",
                   "training.use_cpu"});
     EXPECT_FALSE(fs::exists(dir.path() / "refused"));
     EXPECT_NO_THROW(make_task(parse(on_cpu(raw)), {true, true}));

@@ -14,7 +14,6 @@ Device run_device(const TrainingSettings& training) {
 
 std::vector<std::string> device_gaps(const RunConfig& config) {
     std::vector<std::string> gaps;
-    if (config.training.bf16) gaps.push_back("training.bf16: the device's GEMM has no bf16 path yet");
     if (config.distillation)
         gaps.push_back("distillation: softmax_kl_div (the distillation loss) has no CUDA kernel yet");
     if (config.quantization)
@@ -28,6 +27,15 @@ std::vector<std::string> device_gaps(const RunConfig& config) {
     return gaps;
 }
 
+void check_device_support(const RunConfig& config) {
+    if (run_device(config.training) == Device::CPU) return;
+    const std::vector<std::string> gaps = device_gaps(config);
+    if (gaps.empty()) return;
+    std::string message = config.source + ": this run cannot go on the GPU:";
+    for (const std::string& gap : gaps) message += "\n  " + gap;
+    throw std::runtime_error(message + "\nset training.use_cpu to true to run it on the CPU");
+}
+
 void place_on_run_device(const nn::Module& model, const RunConfig& config) {
     const Device device = run_device(config.training);
     static bool said = false;
@@ -35,13 +43,6 @@ void place_on_run_device(const nn::Module& model, const RunConfig& config) {
         if (device == Device::CUDA) std::fprintf(stderr, "qdqtrain: running on the GPU: %s\n", cuda::device_description().c_str());
         else if (cuda::device_count() > 0) std::fprintf(stderr, "qdqtrain: running on the CPU (training.use_cpu)\n");
         said = true;
-    }
-    if (device == Device::CPU) return;
-    const std::vector<std::string> gaps = device_gaps(config);
-    if (!gaps.empty()) {
-        std::string message = config.source + ": this run cannot go on the GPU:";
-        for (const std::string& gap : gaps) message += "\n  " + gap;
-        throw std::runtime_error(message + "\nset training.use_cpu to true to run it on the CPU");
     }
     model.move_to(device);
 }

@@ -24,8 +24,10 @@ Device run_device(const TrainingSettings& training);
 // op or piece that is missing; empty when a run of it can go on the GPU.
 std::vector<std::string> device_gaps(const RunConfig& config);
 
-// Moves `model` to run_device(config.training), first saying so on stderr (once per process).
-// On the GPU, throws naming every gap and the way out (training.use_cpu) before moving.
+// On the GPU, throws naming every gap and the way out (training.use_cpu); on the CPU, nothing.
+void check_device_support(const RunConfig& config);
+
+// Moves `model` to run_device(config.training), first saying where on stderr (once per process).
 void place_on_run_device(const nn::Module& model, const RunConfig& config);
 
 }  // namespace qdq

@@ -126,6 +126,7 @@ SplitIndices validation_split(size_t count, double fraction, uint64_t seed) {
 }
 
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
+    if (data.on_run_device) check_device_support(config);  // before any data is read
     std::unique_ptr<Task> task;
     if (config.data.task == "classification") task = make_classification_task(config, data);
     else if (config.data.task == "squad") task = make_squad_task(config, data);

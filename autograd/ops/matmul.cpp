@@ -8,7 +8,7 @@
 //
 // The GEMM is chosen when the op runs forward, from the device and the thread's matmul
 // precision (matmul_precision.h), and the backward closure keeps it: bf16 forward, bf16
-// backward. Products on the GPU are FP32 whatever the precision.
+// backward, on the CPU and on the GPU alike.
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "autograd/matmul_precision.h"
@@ -25,8 +25,9 @@ using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const floa
                         const float*, int64_t, float, float*, int64_t);
 
 GemmFn gemm_on(Device device) {
-    if (device == Device::CUDA) return &cuda::gemm;
-    return matmul_precision() == MatmulPrecision::BF16 ? &gemm_bf16 : &qdq::gemm;
+    const bool bf16 = matmul_precision() == MatmulPrecision::BF16;
+    if (device == Device::CUDA) return bf16 ? &cuda::gemm_bf16 : &cuda::gemm;
+    return bf16 ? &gemm_bf16 : &qdq::gemm;
 }
 
 void check_float_input(const Tensor& t, const char* op, const char* name) {

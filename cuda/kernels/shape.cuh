@@ -3,11 +3,13 @@
 //   Σ_d idx_d(i)·src_strides[d], idx the output's mixed-radix digits; its backward adds back
 //   through the same map, one-to-one, so no two threads write one element;
 //   a block of `len` positions along an axis, the tensor seen as [outer, n, inner] (slice, concat
-//   and their backwards), copied or added.
+//   and their backwards), copied or added;
+//   floats to bf16 bits, a bf16 GEMM's operands on their way to cuBLAS.
 #pragma once
 
 #include <cstdint>
 
+#include "cuda/bf16_math.h"
 #include "cuda/kernels/for_each.cuh"
 
 namespace qdq::cuda {
@@ -44,6 +46,13 @@ struct AxisBlockOp {
         if (accumulate) d += s;
         else d = s;
     }
+};
+
+// out[i] = x[i]'s bf16 bits (cuda/bf16_math.h): a bf16 GEMM's operand, converted for cuBLAS.
+struct ToBf16Op {
+    uint16_t* out;
+    const float* x;
+    __host__ __device__ void operator()(int64_t i) const { out[i] = bf16_bits(x[i]); }
 };
 
 // y[i] = x[i]·s;  with accumulate (backward), y[i] += x[i]·s
