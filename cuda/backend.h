@@ -63,11 +63,16 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C);
 // Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device, integer
-// range [lo, bound]; the clipped STE's backward (cuda/quant_math.h).
+// range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h); the
+// backward's straight-through gradient by `rule` (cuda/kernels/fake_quant.cuh: clipped STE,
+// PACT, LSQ); a learned range's gradient, damax[c] += factor · Σ dy·term over channel c, the
+// sum in double and its partials added in a fixed order.
 void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
-                        int64_t n);
-void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, int64_t C, int64_t inner,
-                         int64_t n);
+                        int64_t n, bool clip_to_amax);
+void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, float bound, float lo, int64_t C,
+                         int64_t inner, int64_t n, int rule);
+void learned_range_backward(float* damax, const float* dy, const float* x, const float* amax, float bound, float lo,
+                            int rule, int64_t C, int64_t inner, int64_t n, double factor);
 // Calibration's collecting pass: per-channel max of |x| as float bits ([outer, C, inner]); a
 // histogram's counts in `bins` bins of `width` and the largest |x| as bits; NaN and infinities
 // counted in nonfinite. Device pointers, accumulated into.

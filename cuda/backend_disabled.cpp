@@ -43,8 +43,16 @@ void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { un
 void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
 void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
-void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t) { unavailable(); }
-void fake_quant_backward(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t) { unavailable(); }
+void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, bool) {
+    unavailable();
+}
+void fake_quant_backward(float*, const float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, int) {
+    unavailable();
+}
+void learned_range_backward(float*, const float*, const float*, const float*, float, float, int, int64_t, int64_t, int64_t,
+                            double) {
+    unavailable();
+}
 void max_collect(uint32_t*, unsigned long long*, const float*, int64_t, int64_t, int64_t) { unavailable(); }
 void histogram_collect(unsigned long long*, uint32_t*, unsigned long long*, const float*, float, int64_t, int64_t) {
     unavailable();

@@ -42,6 +42,21 @@ QDQ_HOST_DEVICE float fake_quant_value(float x, float scale, float divisor, floa
     return ((v + kRoundShift) - kRoundShift) / divisor;
 }
 
+// Which straight-through gradient the input of fake quantization gets (quant/fake_quant.h):
+// PQ's clipped STE, PACT's (learn_amax) or LSQ's (learn_step_size).
+enum SteRule : int { kClippedSte = 0, kPact = 1, kLsq = 2 };
+
+// What one element adds to a learned range's gradient (before the sum's factor), given dy:
+// PACT (learn_amax): +1 where x >= amax, −1 where x <= −amax, else 0;
+// LSQ (learn_step_size): ∂(y/s)/∂s, round(v) − v for v = x·scale inside [lo, hi], the bound
+// crossed outside.
+QDQ_HOST_DEVICE float pact_amax_term(float x, float amax) { return x >= amax ? 1.0f : (x <= -amax ? -1.0f : 0.0f); }
+QDQ_HOST_DEVICE float lsq_step_term(float x, float scale, float lo, float hi) {
+    const float v = x * scale;
+    const float inside = ((v + kRoundShift) - kRoundShift) - v;
+    return v < lo ? lo : (hi < v ? hi : inside);
+}
+
 // A histogram calibrator's bin for |x| = v within its range (quant/calibrators.h):
 // min(floor(v / width), bins − 1), v / width in float32, `last` = bins − 1 as a float.
 QDQ_HOST_DEVICE int32_t histogram_bin(float v, float width, float last) {

@@ -49,8 +49,7 @@ QDQ_VECTOR_KERNEL
 double clip_backward_amax(const float* dy, const float* x, float amax, int64_t n) {
     double sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < n; ++i)
-        sum += x[i] >= amax ? (double)dy[i] : (x[i] <= -amax ? -(double)dy[i] : 0.0);
+    for (int64_t i = 0; i < n; ++i) sum += (double)dy[i] * (double)pact_amax_term(x[i], amax);
     return sum;
 }
 
@@ -70,12 +69,7 @@ QDQ_VECTOR_KERNEL
 double lsq_backward_step(const float* dy, const float* x, float scale, float lo, float hi, int64_t n) {
     double sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < n; ++i) {
-        float v = x[i] * scale;
-        float inside = ((v + kRoundShift) - kRoundShift) - v;
-        float d = v < lo ? lo : (hi < v ? hi : inside);
-        sum += (double)dy[i] * (double)d;
-    }
+    for (int64_t i = 0; i < n; ++i) sum += (double)dy[i] * (double)lsq_step_term(x[i], scale, lo, hi);
     return sum;
 }
 
@@ -136,22 +130,32 @@ float quant_min(const QuantParams& p) {
 
 namespace {
 
-// The device path (cuda/kernels/fake_quant.cuh) of plain fake quantization with the clipped STE,
-// the ranges checked on the CPU first; learned ranges (PACT, LSQ) have no device kernel yet.
+// LSQ's gradient scale times the chain rule to amax: ds = g·Σ, damax = ds / bound, with
+// g = 1/sqrt(N·bound) for N elements per step (fake_quant.h); PACT's sum is amax's gradient.
+double learned_range_factor(const QuantParams& p, const AxisSplit& split, float bound) {
+    return p.learn_step_size ? 1.0 / (std::sqrt((double)(split.outer * split.inner) * bound) * bound) : 1.0;
+}
+
+// The device path (cuda/kernels/fake_quant.cuh), the ranges checked on the CPU first.
 Tensor fake_quant_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split) {
     check(amax.is_cuda(), "fake_quant: x is on the GPU, so amax must be too");
-    check(!p.learn_amax && !p.learn_step_size, "fake_quant: learned ranges (learn_amax, learn_step_size) have no CUDA kernel yet");
     const std::vector<float> ranges = amax.to_vector();
     for (size_t c = 0; c < ranges.size(); ++c)
         check(std::isfinite(ranges[c]) && ranges[c] >= 0.0f,
               "fake_quant: amax[" + std::to_string(c) + "] = " + std::to_string(ranges[c]) +
                   ": amax must be finite and >= 0 (NaN: not calibrated)");
     const float bound = quant_bound(p), lo = quant_min(p);
+    const int rule = p.learn_step_size ? kLsq : p.learn_amax ? kPact : kClippedSte;
     Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
-    cuda::fake_quant_forward(y.f32(), x.f32(), amax.f32(), bound, lo, split.n, split.inner, x.numel());
-    if (needs_grad({x}))
-        record(y, {x}, [x, amax, split](const Tensor& gy) {
-            cuda::fake_quant_backward(x.grad_buffer().f32(), gy.f32(), x.f32(), amax.f32(), split.n, split.inner, x.numel());
+    cuda::fake_quant_forward(y.f32(), x.f32(), amax.f32(), bound, lo, split.n, split.inner, x.numel(), p.learn_amax);
+    if (needs_grad({x, amax}))
+        record(y, {x, amax}, [x, amax, split, bound, lo, rule, factor = learned_range_factor(p, split, bound)](const Tensor& gy) {
+            if (x.requires_grad())
+                cuda::fake_quant_backward(x.grad_buffer().f32(), gy.f32(), x.f32(), amax.f32(), bound, lo, split.n, split.inner,
+                                          x.numel(), rule);
+            if (amax.requires_grad())
+                cuda::learned_range_backward(amax.grad_buffer().f32(), gy.f32(), x.f32(), amax.f32(), bound, lo, rule, split.n,
+                                             split.inner, x.numel(), factor);
         });
     return y;
 }
@@ -213,10 +217,7 @@ Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
                 if (p.learn_step_size) return lsq_backward_step(g + begin, px + begin, s.scale, lo, bound, n);
                 return clip_backward_amax(g + begin, px + begin, s.amax, n);
             });
-            // LSQ: ds = g·Σ, damax = ds / bound, g = 1/sqrt(N·bound) with N elements per step.
-            double factor = 1.0;
-            if (p.learn_step_size)
-                factor = 1.0 / (std::sqrt((double)(split.outer * split.inner) * bound) * bound);
+            const double factor = learned_range_factor(p, split, bound);
             float* ga = amax.grad_buffer().f32();
             for (int64_t c = 0; c < split.n; ++c) ga[c] += (float)(sums[(size_t)c] * factor);
         });

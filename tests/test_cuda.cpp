@@ -241,13 +241,34 @@ TEST(Cuda, FakeQuantDispatchByDevice) {
         EXPECT_EQ(gpu[0].to_vector(), cpu[0].to_vector()) << (per_channel ? "per channel" : "per tensor");
         EXPECT_EQ(gpu[1].to_vector(), cpu[1].to_vector()) << (per_channel ? "per channel" : "per tensor");
     }
-    QuantParams learned;
-    learned.learn_step_size = true;
-    try {
-        fake_quant(x.to(Device::CUDA), from_vector({1}, {1.5f}).to(Device::CUDA), learned);
-        FAIL() << "a learned range ran on the device";
-    } catch (const std::runtime_error& e) {
-        EXPECT_NE(std::string(e.what()).find("no CUDA kernel yet"), std::string::npos) << e.what();
+}
+
+// Learned ranges on the device: PACT (per tensor) and LSQ (per tensor and per channel, 4 bits,
+// so that many values clip): the values and the input's gradient equal the CPU op's bit for bit,
+// amax's gradient (a sum in double over a different order) to float rounding.
+TEST(Cuda, PactAndLsqLearnRangesOnTheDeviceAsOnTheCpu) {
+    REQUIRE_CUDA_DEVICE();
+    Tensor x = random_tensor({4, 333}, 42, -2.0f, 2.0f), grad = random_tensor({4, 333}, 43);
+    for (int rule = 0; rule < 3; ++rule) {
+        QuantParams params{.num_bits = 4};
+        params.learn_amax = rule == 0;
+        params.learn_step_size = rule > 0;
+        if (rule == 2) params.axis = 0;
+        Tensor amax = rule == 2 ? from_vector({4}, {0.5f, 1.0f, 2.0f, 0.25f}) : from_vector({1}, {1.5f});
+        auto run = [&](Device device) {
+            Tensor leaf = x.to(device).set_requires_grad(), range = amax.to(device).set_requires_grad();
+            Tensor y = fake_quant(leaf, range, params);
+            backward(y, grad.to(device));
+            return std::vector<Tensor>{y.detach().to(Device::CPU), leaf.grad().to(Device::CPU), range.grad().to(Device::CPU)};
+        };
+        const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+        const char* what[] = {"PACT", "LSQ per tensor", "LSQ per channel"};
+        EXPECT_EQ(gpu[0].to_vector(), cpu[0].to_vector()) << what[rule];
+        EXPECT_EQ(gpu[1].to_vector(), cpu[1].to_vector()) << what[rule];
+        expect_close(gpu[2], cpu[2], 1e-6f, 1e-7f, what[rule]);
+        float largest = 0;
+        for (float g : cpu[2].to_vector()) largest = std::max(largest, std::fabs(g));
+        EXPECT_GT(largest, 1e-3f) << what[rule] << ": the range's gradient is trivially zero";
     }
 }
 

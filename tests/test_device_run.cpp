@@ -159,7 +159,7 @@ TEST(DeviceRun, SquadAndMaskedLmHeadsGiveTheCpusLossAndGradients) {
 
 // PTQ by every method on both devices gives the same ranges (max: the same floats; the
 // histogram methods: within a bin) and the same metrics, and QAT from the device's max
-// checkpoint ends where the CPU's does.
+// checkpoint ends where the CPU's does, with PQ's STE and with LSQ's learned ranges.
 TEST(DeviceRun, CalibrationAndQatOnTheDeviceMatchTheCpu) {
     REQUIRE_CUDA_DEVICE();
     TempDir dir;
@@ -186,15 +186,22 @@ TEST(DeviceRun, CalibrationAndQatOnTheDeviceMatchTheCpu) {
             if (g.tensors[i].name.find("_amax") != std::string::npos)
                 expect_close(g.tensors[i].tensor, h.tensors[i].tensor, rtol, 0.0f, (gpu.name + " " + g.tensors[i].name).c_str());
     }
-    for (bool cpu : {false, true}) {
-        nlohmann::json raw = device_config(dir, cpu ? "qat_cpu" : "qat_gpu");
-        raw["model"]["init"] = (dir.path() / "calib_gpu" / "max" / "model.h5").string();
-        raw["quantization"] = {{"calibration_examples", 32}};
-        raw["training"]["learning_rate"] = 1e-3;
-        raw["training"]["max_steps"] = 4;
-        ASSERT_EQ(train_run(cpu ? on_cpu(raw) : raw).status, TrainStatus::finished);
+    // QAT with PQ's clipped STE, and with LSQ's learned step sizes (per channel for weights).
+    for (bool lsq : {false, true}) {
+        const std::string name = lsq ? "lsq" : "qat";
+        for (bool cpu : {false, true}) {
+            nlohmann::json raw = device_config(dir, name + (cpu ? "_cpu" : "_gpu"));
+            raw["model"]["init"] = (dir.path() / "calib_gpu" / "max" / "model.h5").string();
+            raw["quantization"] = {{"calibration_examples", 32}};
+            if (lsq)
+                raw["quantization"] = {{"input", {{"calib_method", "histogram"}, {"learn_step_size", true}}},
+                                       {"weight", {{"axis", 0}, {"learn_step_size", true}}}};
+            raw["training"]["learning_rate"] = 1e-3;
+            raw["training"]["max_steps"] = 4;
+            ASSERT_EQ(train_run(cpu ? on_cpu(raw) : raw).status, TrainStatus::finished) << name;
+        }
+        expect_close_weights(dir.path() / (name + "_gpu") / "model.h5", dir.path() / (name + "_cpu") / "model.h5");
     }
-    expect_close_weights(dir.path() / "qat_gpu" / "model.h5", dir.path() / "qat_cpu" / "model.h5");
 }
 
 // The whole pipeline with the GPU present: FP32, calibration, QAT on the device, the exports from
@@ -231,10 +238,8 @@ TEST(DeviceRun, AConfigTheDeviceCannotRunIsRefusedBeforeTheRun) {
     ASSERT_EQ(train_run(on_cpu(device_config(dir, "teacher"))).status, TrainStatus::finished);
     nlohmann::json raw = device_config(dir, "refused");
     raw["distillation"] = {{"teacher", (dir.path() / "teacher" / "model.h5").string()}};
-    raw["quantization"] = {{"input", {{"calib_method", "histogram"}, {"learn_amax", true}}}};
     expect_error([&] { make_task(parse(raw), {true, true}); },
-                 {"test.json", "cannot go on the GPU", "distillation", "softmax_kl_div", "quantization.input.learn_amax", "PACT",
-                  "training.use_cpu"});
+                 {"test.json", "cannot go on the GPU", "distillation", "softmax_kl_div", "training.use_cpu"});
     EXPECT_FALSE(fs::exists(dir.path() / "refused"));
     EXPECT_NO_THROW(make_task(parse(on_cpu(raw)), {true, true}));
 }

@@ -16,13 +16,6 @@ std::vector<std::string> device_gaps(const RunConfig& config) {
     std::vector<std::string> gaps;
     if (config.distillation)
         gaps.push_back("distillation: softmax_kl_div (the distillation loss) has no CUDA kernel yet");
-    if (config.quantization)
-        for (const auto& [key, desc] : {std::pair{"quantization.input", &config.quantization->input},
-                                        std::pair{"quantization.weight", &config.quantization->weight}}) {
-            if (desc->learn_amax) gaps.push_back(std::string(key) + ".learn_amax: PACT's fake quantization has no CUDA kernel yet");
-            if (desc->learn_step_size)
-                gaps.push_back(std::string(key) + ".learn_step_size: LSQ's fake quantization has no CUDA kernel yet");
-        }
     if (world().size > 1) gaps.push_back("mpirun: one GPU per rank is not built yet");
     return gaps;
 }

@@ -1,11 +1,15 @@
-// Fake quantization with the clipped straight-through gradient on the device, per tensor or per
-// channel, with the CPU op's value function (fake_quant_value, cuda/quant_math.h) and mask (PQ's
-// |x| <= amax). The tensor is seen as [outer, C, inner] around the channel axis (C = 1 per
-// tensor): element i belongs to channel (i / inner) mod C. Compile with -fmad=false.
+// Fake quantization on the device, per tensor or per channel, with the CPU op's value function
+// (fake_quant_value, cuda/quant_math.h) and its straight-through gradients: PQ's clipped one
+// (|x| <= amax), PACT's (learn_amax: the input clipped to ±amax first; the gradient inside the
+// open range) and LSQ's (learn_step_size: inside [lo, bound] before rounding); and the learned
+// range's gradient, summed per channel in double. The tensor is seen as [outer, C, inner] around
+// the channel axis (C = 1 per tensor): element i belongs to channel (i / inner) mod C. Compile
+// with -fmad=false.
 #pragma once
 
 #include <cstdint>
 
+#include "cuda/kernels/block_reduce.cuh"
 #include "cuda/kernels/for_each.cuh"
 #include "cuda/quant_math.h"
 
@@ -17,20 +21,58 @@ struct FakeQuantForwardOp {
     const float* amax;  // [C]
     float bound, lo;
     int64_t C, inner;
+    bool clip_to_amax;  // PACT
     __host__ __device__ void operator()(int64_t i) const {
-        const ChannelScale s = channel_scale(amax[(i / inner) % C], bound);
-        y[i] = fake_quant_value(x[i], s.scale, s.divisor, lo, bound, INFINITY);
+        const float a = amax[(i / inner) % C];
+        const ChannelScale s = channel_scale(a, bound);
+        y[i] = fake_quant_value(x[i], s.scale, s.divisor, lo, bound, clip_to_amax ? a : INFINITY);
     }
 };
 
-// dx[i] += dy[i] where |x[i]| <= its channel's amax
+// dx[i] += dy[i] where the rule lets the gradient through
 struct FakeQuantBackwardOp {
     float* dx;
     const float* dy;
     const float* x;
     const float* amax;
+    float bound, lo;
     int64_t C, inner;
-    __host__ __device__ void operator()(int64_t i) const { dx[i] += fabsf(x[i]) <= amax[(i / inner) % C] ? dy[i] : 0.0f; }
+    int rule;
+    __host__ __device__ void operator()(int64_t i) const {
+        const float a = amax[(i / inner) % C], v = x[i];
+        bool through = fabsf(v) <= a;
+        if (rule == kPact) through = v > -a && v < a;
+        if (rule == kLsq) {
+            const float q = v * channel_scale(a, bound).scale;
+            through = q >= lo && q <= bound;
+        }
+        dx[i] += through ? dy[i] : 0.0f;
+    }
 };
+
+// partial[c·blocks_per_channel + b] = Σ dy·term over block b's share of channel c's elements
+// (pact_amax_term or lsq_step_term), in double; the caller adds each channel's partials in order.
+static __global__ void learned_range_partials(double* partial, const float* dy, const float* x, const float* amax,
+                                              float bound, float lo, int rule, int64_t C, int64_t inner,
+                                              int64_t per_channel, unsigned blocks_per_channel) {
+    const int64_t c = blockIdx.x / blocks_per_channel, b = blockIdx.x % blocks_per_channel;
+    const float a = amax[c], scale = channel_scale(a, bound).scale;
+    double sum = 0;
+    for (int64_t j = b * blockDim.x + threadIdx.x; j < per_channel; j += (int64_t)blocks_per_channel * blockDim.x) {
+        const int64_t i = ((j / inner) * C + c) * inner + j % inner;
+        const float term = rule == kLsq ? lsq_step_term(x[i], scale, lo, bound) : pact_amax_term(x[i], a);
+        sum += (double)dy[i] * (double)term;
+    }
+    sum = block_reduce(sum, SumOp{}, 0.0);
+    if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+}
+
+inline void learned_range_sums(double* partial, const float* dy, const float* x, const float* amax, float bound,
+                               float lo, int rule, int64_t C, int64_t inner, int64_t per_channel,
+                               unsigned blocks_per_channel, unsigned block = 256) {
+    check_row_block(block, "learned_range_sums");
+    launch(learned_range_partials, dim3((unsigned)(C * blocks_per_channel)), dim3(block), partial, dy, x, amax, bound, lo,
+           rule, C, inner, per_channel, blocks_per_channel);
+}
 
 }  // namespace qdq::cuda
