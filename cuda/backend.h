@@ -96,6 +96,12 @@ void cross_entropy_rows_forward(float* losses, float* row_max, float* log_sum, c
                                 int32_t ignore_index, int64_t rows, int64_t C);
 void cross_entropy_rows_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
                                  const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C);
+// Distillation's KL(softmax(t/T) ‖ softmax(x/T)) by rows of C (softmax_kl_div), inv_t = 1/T:
+// each row's KL and stats [rows, 4] (the student's and the teacher's max and log-sum); backward
+// dx += scale·(q − p). The caller averages the rows.
+void kl_div_rows_forward(float* losses, float* stats, const float* x, const float* t, float inv_t, int64_t rows, int64_t C);
+void kl_div_rows_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, float scale,
+                          int64_t rows, int64_t C);
 // LayerNorm by rows of C of x (+ residual, written to sum), saving mean (μ − x₀) and rstd;
 // backward from `in` (x, or sum) into dx (and dx2, the residual's, unless null), dgamma, dbeta.
 void layernorm_rows_forward(float* y, float* mean, float* rstd, float* sum, const float* x, const float* residual,

@@ -6,6 +6,7 @@
 
 #include "autograd/ops.h"
 #include "trainers/checkpoint.h"
+#include "trainers/run_device.h"
 #include "trainers/task.h"
 
 namespace qdq {
@@ -53,6 +54,7 @@ void load_teacher(nn::Module& teacher, const RunConfig& config) {
                                  " is not a model of this task: " + report.summary());
     if (!report.unexpected.empty()) std::cerr << path << " (distillation.teacher): " << report.summary();
     teacher.eval();
+    teacher.move_to(run_device(config.training));  // beside the student
 }
 
 }  // namespace qdq

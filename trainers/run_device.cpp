@@ -12,17 +12,16 @@ Device run_device(const TrainingSettings& training) {
     return !training.use_cpu && cuda::device_count() > 0 ? Device::CUDA : Device::CPU;
 }
 
-std::vector<std::string> device_gaps(const RunConfig& config) {
+std::vector<std::string> device_gaps(const RunConfig&, int ranks) {
     std::vector<std::string> gaps;
-    if (config.distillation)
-        gaps.push_back("distillation: softmax_kl_div (the distillation loss) has no CUDA kernel yet");
-    if (world().size > 1) gaps.push_back("mpirun: one GPU per rank is not built yet");
+    if (ranks > 1)
+        gaps.push_back("mpirun: data parallelism on GPUs (a device per rank, gradients summed from device memory) is not built yet");
     return gaps;
 }
 
 void check_device_support(const RunConfig& config) {
     if (run_device(config.training) == Device::CPU) return;
-    const std::vector<std::string> gaps = device_gaps(config);
+    const std::vector<std::string> gaps = device_gaps(config, world().size);
     if (gaps.empty()) return;
     std::string message = config.source + ": this run cannot go on the GPU:";
     for (const std::string& gap : gaps) message += "\n  " + gap;

@@ -20,9 +20,11 @@ namespace qdq {
 // Device::CUDA when a device is present and training.use_cpu is false, else Device::CPU.
 Device run_device(const TrainingSettings& training);
 
-// What the config asks for that the device cannot run yet, each naming its config key and the
-// op or piece that is missing; empty when a run of it can go on the GPU.
-std::vector<std::string> device_gaps(const RunConfig& config);
+// What a run of `config` over `ranks` processes asks for that the device cannot run yet, each
+// naming its config key or launcher and the piece that is missing; empty when it can go on the
+// GPU. Every op of training, evaluation, calibration and QAT has a kernel (bf16 products,
+// PACT, LSQ and distillation included); what is left is data parallelism across GPUs.
+std::vector<std::string> device_gaps(const RunConfig& config, int ranks);
 
 // On the GPU, throws naming every gap and the way out (training.use_cpu); on the CPU, nothing.
 void check_device_support(const RunConfig& config);

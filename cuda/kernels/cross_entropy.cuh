@@ -1,4 +1,4 @@
-// Cross-entropy by rows on the device, one block per row, with the CPU kernels' arithmetic
+// Cross-entropy and distillation's KL by rows on the device, one block per row, with the CPU kernels' arithmetic
 // (autograd/ops/cross_entropy.cpp): lse = m + s kept apart (m the row max, s = log Σ e^{x−m}),
 //   loss_r = (m − x[label]) + s,   dx_r += scale·(softmax(x_r) − onehot(label_r)),
 // ignored rows (label == ignore_index) give 0 and no gradient. The mean over the rows not
@@ -40,6 +40,59 @@ static __global__ void cross_entropy_backward_rows(float* dx, const float* x, co
     float* dxr = dx + r * C;
     for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
         dxr[j] += scale * expf((xr[j] - row_max[r]) - log_sum[r]) - (j == labels[r] ? scale : 0.0f);
+}
+
+// Distillation's KL by rows (softmax_kl_div), with the CPU's arithmetic: each row's
+// (m, s) of the student x and the teacher t kept in stats[4r..4r+3], log q_j = (x_j − m_x)/T − s_x
+// and log p_j likewise, loss_r = Σ_j p_j·(log p_j − log q_j); backward dx_r += scale·(q − p).
+static __device__ void row_lse(float* m_out, float* s_out, const float* row, float inv_t, int64_t C) {
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, row[j]);
+    m = block_reduce(m, MaxOp{}, -INFINITY);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) sum += expf((row[j] - m) * inv_t);
+    *m_out = m;
+    *s_out = logf(block_reduce(sum, SumOp{}, 0.0f));
+}
+
+static __global__ void kl_div_forward_rows(float* losses, float* stats, const float* x, const float* t, float inv_t,
+                                           int64_t C) {
+    const int64_t r = blockIdx.x;
+    const float *xr = x + r * C, *tr = t + r * C;
+    float mx, sx, mt, st;
+    row_lse(&mx, &sx, xr, inv_t, C);
+    row_lse(&mt, &st, tr, inv_t, C);
+    float kl = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) {
+        const float log_p = (tr[j] - mt) * inv_t - st, log_q = (xr[j] - mx) * inv_t - sx;
+        kl += expf(log_p) * (log_p - log_q);
+    }
+    kl = block_reduce(kl, SumOp{}, 0.0f);
+    if (threadIdx.x == 0) {
+        losses[r] = kl;
+        stats[4 * r] = mx, stats[4 * r + 1] = sx, stats[4 * r + 2] = mt, stats[4 * r + 3] = st;
+    }
+}
+
+static __global__ void kl_div_backward_rows(float* dx, const float* x, const float* t, const float* stats, float inv_t,
+                                            float scale, int64_t C) {
+    const int64_t r = blockIdx.x;
+    const float *xr = x + r * C, *tr = t + r * C, *sr = stats + 4 * r;
+    float* dxr = dx + r * C;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
+        dxr[j] += scale * (expf((xr[j] - sr[0]) * inv_t - sr[1]) - expf((tr[j] - sr[2]) * inv_t - sr[3]));
+}
+
+inline void kl_div_forward(float* losses, float* stats, const float* x, const float* t, float inv_t, int64_t rows,
+                           int64_t C, unsigned block = 128) {
+    check_row_block(block, "kl_div_forward");
+    if (rows > 0) launch(kl_div_forward_rows, dim3((unsigned)rows), dim3(block), losses, stats, x, t, inv_t, C);
+}
+
+inline void kl_div_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, float scale,
+                            int64_t rows, int64_t C, unsigned block = 128) {
+    check_row_block(block, "kl_div_backward");
+    if (rows > 0) launch(kl_div_backward_rows, dim3((unsigned)rows), dim3(block), dx, x, t, stats, inv_t, scale, C);
 }
 
 inline void cross_entropy_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,
