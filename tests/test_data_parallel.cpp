@@ -285,7 +285,9 @@ TEST(DataParallel, TwoRanksEndWhereOneProcessOfTheWholeBatchEnds) {
     for (size_t i = 0; i < a.size(); ++i) {
         EXPECT_EQ(a[i]["step"], b[i]["step"]);
         EXPECT_EQ(a[i]["num_input_tokens_seen"], b[i]["num_input_tokens_seen"]);
-        if (a[i].contains("loss")) EXPECT_NEAR(a[i]["loss"].get<double>(), b[i]["loss"].get<double>(), 1e-6);
+        if (a[i].contains("loss")) {
+            EXPECT_NEAR(a[i]["loss"].get<double>(), b[i]["loss"].get<double>(), 1e-6);
+        }
     }
     EXPECT_TRUE(fs::exists(root / "two" / checkpoint_name(20)));
     // A checkpoint of two ranks resumes only with two.

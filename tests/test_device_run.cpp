@@ -265,9 +265,10 @@ TEST(DeviceRun, DistillationWithAndWithoutBf16OnTheDeviceMatchesTheCpu) {
         ASSERT_EQ(gpu.size(), cpu.size());
         for (size_t i = 0; i < gpu.size(); ++i)
             for (const char* key : {"loss", "eval_loss"})
-                if (cpu[i].contains(key))
+                if (cpu[i].contains(key)) {
                     EXPECT_NEAR(gpu[i][key].get<double>(), cpu[i][key].get<double>(), 1e-3 * std::fabs(cpu[i][key].get<double>()))
                         << key << " at step " << cpu[i]["step"];
+                }
     }
     const std::vector<std::string> gaps = device_gaps(parse(device_config(dir, "dp")), 2);
     ASSERT_EQ(gaps.size(), 1u);
