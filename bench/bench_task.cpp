@@ -98,9 +98,10 @@ std::unique_ptr<Task> make_bench_task(const RunConfig& config, BenchTask task) {
     nn::Module& model = made->model();
     calibrate_weights(model);
     for (auto& [name, quantizer] : model.named_quantizers()) {
-        Tensor amax = quantizer->amax;
-        for (int64_t i = 0; i < amax.numel(); ++i)
-            if (std::isnan(amax.f32()[i])) amax.f32()[i] = 8.0f;
+        std::vector<float> amax = quantizer->amax.to_vector();  // the ranges may live on the GPU
+        for (float& a : amax)
+            if (std::isnan(a)) a = 8.0f;
+        quantizer->amax.copy_from(from_vector(quantizer->amax.shape(), amax));
     }
     set_quant_mode(model, QuantMode::Quantizing);
     return made;

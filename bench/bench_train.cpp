@@ -13,8 +13,11 @@
 //   mlm_<size>_train   masked-LM pretraining step: 15% of tokens masked, the decoder only on
 //                      the masked positions (mini only; 4,096 tokens a step)
 // for tiny (2 layers / 128 hidden), mini (4 / 256) and base (12 / 768).
-// Usage: bench_train [--warmup N] [--steps N] [--threads N] [--only NAME]
-// (--only runs the workloads whose name contains NAME)
+// Usage: bench_train [--warmup N] [--steps N] [--threads N] [--only NAME] [--use-cpu]
+// (--only runs the workloads whose name contains NAME). With a GPU present the workloads run on
+// it, as a run does (trainers/run_device.h); --use-cpu keeps them on the CPU (training.use_cpu),
+// so one machine gives both columns. Every step ends with the loss read back, so a device step
+// is timed to its end.
 // Under mpirun the training workloads run data parallel (trainers/trainer.h): the same global
 // batch of 32, each rank its share, gradients summed in buckets during backward; rank 0 prints,
 // with the time a step waited for the sums. E.g. 2 ranks of 1 thread against 1 process of 2:
@@ -37,6 +40,8 @@
 #include "data/loader.h"
 #include "parallel/communicator.h"
 #include "parallel/grad_reducer.h"
+#include "cuda/backend.h"
+#include "trainers/run_device.h"
 #include "trainers/run_precision.h"
 #include "trainers/trainer.h"
 
@@ -49,6 +54,7 @@ using bench::ModelSize;
 struct Options {
     int warmup = -1, steps = -1;  // -1: the size's default
     std::string only;
+    bool use_cpu = false;
 };
 
 int pick(int option, int fallback) { return option >= 0 ? option : fallback; }
@@ -129,6 +135,7 @@ void bench_size(const bench::BenchData& data, const ModelSize& size, int default
             if (name.find(opt.only) == std::string::npos) continue;
             if (w.eval && world().size > 1) continue;  // data parallel splits training only
             RunConfig config = data.config(w.task, size, bf16);
+            config.training.use_cpu = opt.use_cpu;
             std::unique_ptr<Task> task = bench::make_bench_task(config, w.task);
             if (w.eval) time_eval(name, *task, size, warmup, steps, bf16);
             else time_training(name, *task, size, warmup, steps, bf16);
@@ -142,12 +149,15 @@ int main(int argc, char** argv) {
     Options opt;
     for (int i = 1; i < argc; i += 2) {
         const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (value && !std::strcmp(argv[i], "--warmup")) opt.warmup = std::atoi(value);
+        if (!std::strcmp(argv[i], "--use-cpu")) {
+            opt.use_cpu = true;
+            --i;  // a flag without a value
+        } else if (value && !std::strcmp(argv[i], "--warmup")) opt.warmup = std::atoi(value);
         else if (value && !std::strcmp(argv[i], "--steps")) opt.steps = std::atoi(value);
         else if (value && !std::strcmp(argv[i], "--threads")) omp_set_num_threads(std::atoi(value));
         else if (value && !std::strcmp(argv[i], "--only")) opt.only = value;
         else {
-            std::fprintf(stderr, "usage: %s [--warmup N] [--steps N] [--threads N] [--only NAME]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--warmup N] [--steps N] [--threads N] [--only NAME] [--use-cpu]\n", argv[0]);
             return 2;
         }
     }
@@ -156,6 +166,9 @@ int main(int argc, char** argv) {
                 omp_get_max_threads(), (long long)bench::kBatch, (long long)bench::kSeq);
     std::printf("# gemm: %s\n", gemm_backend_description().c_str());
     std::printf("# gemm_bf16: %s\n", bf16_kernel_description().c_str());
+    TrainingSettings where;
+    where.use_cpu = opt.use_cpu;
+    std::printf("# device: %s\n", run_device(where) == Device::CUDA ? cuda::device_description().c_str() : "the CPU");
     bench::print_header();
     bench::BenchData data;
     bench_size(data, {"tiny", 2, 128, 2, 512}, 10, false, opt);

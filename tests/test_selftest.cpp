@@ -1,5 +1,5 @@
 // qdqtrain selftest (app/selftest.h) as a user with a GPU runs it. Built against the emulated
-// device (QDQ_CUDA=EMULATED: the kernels on host threads) it must find every kernel in agreement
+// device (QDQ_CUDA=EMULATED: the kernels on the host) it must find every kernel in agreement
 // with the CPU, which checks the self-test's own plumbing (buffers, copies, comparisons) where
 // no GPU is; against no device it must say so and exit 77.
 #include <gtest/gtest.h>

@@ -88,7 +88,7 @@ DeviceMemoryAccess::~DeviceMemoryAccess() { set_access(false); }
 
 bool built_with_cuda() { return true; }
 int device_count() { return 1; }
-std::string device_description() { return "emulated CUDA device: the kernels on host threads (a test build)"; }
+std::string device_description() { return "emulated CUDA device: the kernels on the host (a test build)"; }
 std::string runtime_versions() { return "driver emulated, runtime emulated"; }
 
 void* device_alloc(size_t bytes) {
