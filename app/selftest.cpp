@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/gemm.h"
+#include "autograd/gemm_bf16.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/tape.h"
@@ -135,19 +137,66 @@ double check_exact_ops(int64_t C) {
     return std::max(w, worst(y.host(), embedding(from_vector({4, C}, x), id_tensor).to_vector(), 0, 0));
 }
 
+// cuBLAS's FP32 GEMM against the CPU's, and its bf16 GEMM against the CPU's FP32 GEMM of the
+// operands rounded to bf16 (products of bf16 numbers are exact in FP32).
 double check_gemm(int64_t C) {
     const int64_t M = 7, N = C, K = 33;
     double w = 0;
-    for (bool ta : {false, true})
-        for (bool tb : {false, true}) {
-            const std::vector<float> A = uniform(M * K, 13, 1.0f), B = uniform(K * N, 14, 1.0f);
-            std::vector<float> cpu((size_t)(M * N), 0.0f);
-            gemm(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, cpu.data(), N);
-            DeviceArray<float> dA(A), dB(B), dC(std::vector<float>((size_t)(M * N), 0.0f));
-            cuda::gemm(ta, tb, M, N, K, 1.0f, dA.ptr, ta ? M : K, dB.ptr, tb ? K : N, 0.0f, dC.ptr, N);
-            w = std::max(w, worst(dC.host(), cpu, 1e-5, 1e-5));
-        }
+    for (bool bf16 : {false, true})
+        for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+                std::vector<float> A = uniform(M * K, 13, 1.0f), B = uniform(K * N, 14, 1.0f);
+                DeviceArray<float> dA(A), dB(B), dC(std::vector<float>((size_t)(M * N), 0.0f));
+                if (bf16)
+                    for (std::vector<float>* v : {&A, &B})
+                        for (float& x : *v) x = round_to_bf16(x);
+                std::vector<float> cpu((size_t)(M * N), 0.0f);
+                gemm(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, cpu.data(), N);
+                (bf16 ? cuda::gemm_bf16 : cuda::gemm)(ta, tb, M, N, K, 1.0f, dA.ptr, ta ? M : K, dB.ptr, tb ? K : N, 0.0f,
+                                                      dC.ptr, N);
+                w = std::max(w, worst(dC.host(), cpu, 1e-5, 1e-5));
+            }
     return w;
+}
+
+// PACT and LSQ (per tensor and per channel) through the op on both devices: values and the
+// input's gradient exactly, the range's gradient to rounding.
+double check_learned_ranges(int64_t C) {
+    const std::vector<float> x = uniform(4 * C, 17, 2.0f), dy = uniform(4 * C, 18, 1.0f);
+    double w = 0;
+    for (int rule = 0; rule < 3; ++rule) {
+        QuantParams params{.num_bits = 4, .axis = rule == 2 ? std::optional<int64_t>(0) : std::nullopt};
+        params.learn_amax = rule == 0;
+        params.learn_step_size = rule > 0;
+        const Tensor amax = rule == 2 ? from_vector({4}, {0.5f, 1.0f, 2.0f, 0.25f}) : from_vector({1}, {1.5f});
+        Tensor leaf[2], range[2], y[2];
+        for (int d = 0; d < 2; ++d) {
+            const Device device = d == 0 ? Device::CUDA : Device::CPU;
+            leaf[d] = from_vector({4, C}, x).to(device).set_requires_grad();
+            range[d] = amax.to(device).set_requires_grad();
+            y[d] = fake_quant(leaf[d], range[d], params);
+            backward(y[d], from_vector({4, C}, dy).to(device));
+        }
+        w = std::max(w, worst(y[0].to_vector(), y[1].to_vector(), 0, 0));
+        w = std::max(w, worst(leaf[0].grad().to_vector(), leaf[1].grad().to_vector(), 0, 0));
+        w = std::max(w, worst(range[0].grad().to_vector(), range[1].grad().to_vector(), 1e-7, 1e-5));
+    }
+    return w;
+}
+
+// Distillation's KL at temperature 2 through the op on both devices: the loss and the
+// student's gradient.
+double check_kl_div(int64_t C) {
+    const std::vector<float> s = uniform(3 * C, 19, 5.0f), t = uniform(3 * C, 20, 5.0f);
+    Tensor student[2], loss[2];
+    for (int d = 0; d < 2; ++d) {
+        const Device device = d == 0 ? Device::CUDA : Device::CPU;
+        student[d] = from_vector({3, C}, s).to(device).set_requires_grad();
+        loss[d] = softmax_kl_div(student[d], from_vector({3, C}, t).to(device), 2.0f);
+        backward(loss[d]);
+    }
+    return std::max(worst(loss[0].to_vector(), loss[1].to_vector(), 1e-7, 1e-5),
+                    worst(student[0].grad().to_vector(), student[1].grad().to_vector(), 1e-8, 1e-5));
 }
 
 double check_optimizer(int64_t C) {
@@ -212,7 +261,9 @@ bool run_checks(std::ostream& out) {
                                  {"add & layernorm forward and backward", check_layernorm},
                                  {"cross-entropy forward and backward", check_cross_entropy},
                                  {"dropout, fake quantization, embedding (exact)", check_exact_ops},
-                                 {"cuBLAS GEMM, four transposes", check_gemm},
+                                 {"cuBLAS GEMM in FP32 and bf16, four transposes", check_gemm},
+                                 {"PACT and LSQ forward and backward", check_learned_ranges},
+                                 {"distillation's KL forward and backward", check_kl_div},
                                  {"AdamW and the gradient norm", check_optimizer}};
     bool all = true;
     auto report = [&](const char* name, double w) {
