@@ -16,6 +16,12 @@ int device_count();  // 0 without a driver or device; never throws
 std::string device_description();
 // "driver 13.0, runtime 13.0" (needs a device).
 std::string runtime_versions();
+// The current device's compute capability as major·10 + minor (80 for 8.0); needs a device.
+int compute_capability();
+
+// The device this process uses from now on: index mod device_count() (a data-parallel rank's
+// local rank picks its GPU). Call before anything is allocated.
+void select_device(int index);
 
 void* device_alloc(size_t bytes);
 void device_free(void* ptr);

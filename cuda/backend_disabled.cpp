@@ -14,6 +14,8 @@ bool built_with_cuda() { return false; }
 int device_count() { return 0; }
 std::string device_description() { return "CUDA backend not built"; }
 std::string runtime_versions() { unavailable(); }
+void select_device(int) { unavailable(); }
+int compute_capability() { unavailable(); }
 void* device_alloc(size_t) { unavailable(); }
 void device_free(void*) {}
 void memset_zero(void*, size_t) { unavailable(); }

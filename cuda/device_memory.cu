@@ -18,10 +18,22 @@ int device_count() {
 
 std::string device_description() {
     if (device_count() == 0) return "CUDA backend built, no CUDA device present";
+    int device = 0;
+    QDQ_CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp prop{};
-    QDQ_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-    return std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
-           std::to_string(prop.minor) + ")";
+    QDQ_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    return "device " + std::to_string(device) + ": " + prop.name + " (compute capability " + std::to_string(prop.major) +
+           "." + std::to_string(prop.minor) + ")";
+}
+
+void select_device(int index) { QDQ_CUDA_CHECK(cudaSetDevice(index % device_count())); }
+
+int compute_capability() {
+    int device = 0, major = 0, minor = 0;
+    QDQ_CUDA_CHECK(cudaGetDevice(&device));
+    QDQ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    QDQ_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return major * 10 + minor;
 }
 
 std::string runtime_versions() {

@@ -14,6 +14,7 @@ namespace qdq {
 struct World {
     int rank = 0;
     int size = 1;
+    int local_rank = 0;  // among the ranks on this machine (each takes GPU local_rank mod count)
     bool is_root() const { return rank == 0; }
 };
 

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cuda/backend.h"
+
 namespace qdq {
 
 GradReducer::GradReducer(std::vector<Tensor> params, int64_t bucket_bytes) : params_(std::move(params)) {
@@ -14,8 +16,7 @@ GradReducer::GradReducer(std::vector<Tensor> params, int64_t bucket_bytes) : par
     int64_t bytes = 0;
     for (size_t k = params_.size(); k-- > 0;) {
         const Tensor& p = params_[k];
-        if (p.dtype() != DType::F32 || p.is_cuda())
-            throw std::invalid_argument("GradReducer: parameters must be float32 CPU tensors");
+        if (p.dtype() != DType::F32) throw std::invalid_argument("GradReducer: parameters must be float32 tensors");
         index_of_[p.impl()] = k;
         const int64_t param_bytes = p.numel() * (int64_t)sizeof(float);
         // A new bucket where this one would overflow: a large parameter (the word embeddings)
@@ -61,7 +62,8 @@ void GradReducer::copy_in(size_t k) {
     const Tensor& p = params_[k];
     const Tensor g = p.grad();
     const size_t n = (size_t)p.numel();
-    if (g.defined()) std::memcpy(dst, g.f32(), n * sizeof(float));
+    if (g.defined() && g.is_cuda()) cuda::copy(dst, false, g.f32(), true, n * sizeof(float));  // staged through the host
+    else if (g.defined()) std::memcpy(dst, g.f32(), n * sizeof(float));
     else std::memset(dst, 0, n * sizeof(float));
     b.flat[b.flat.size() - b.params.size() + slot_of_[k]] = g.defined() ? 1.0f : 0.0f;
     copied_[k] = true;
@@ -100,7 +102,10 @@ void GradReducer::finish() {
                 p.zero_grad();  // no rank has it
                 continue;
             }
-            std::memcpy(p.grad_buffer().f32(), b.flat.data() + offset_of_[k], (size_t)p.numel() * sizeof(float));
+            const Tensor grad = p.grad_buffer();
+            const float* sum = b.flat.data() + offset_of_[k];
+            if (grad.is_cuda()) cuda::copy(grad.f32(), true, sum, false, (size_t)p.numel() * sizeof(float));
+            else std::memcpy(grad.f32(), sum, (size_t)p.numel() * sizeof(float));
         }
     }
     reset();

@@ -8,6 +8,9 @@
 //
 // A gradient no rank has (a parameter the step never read) stays undefined, as it would in one
 // process, so AdamW skips it there too: each bucket carries one flag per parameter.
+//
+// Gradients on a GPU are staged through the buckets' host memory, so no CUDA-aware MPI is
+// needed; each copy is one parameter's gradient, once each way a step.
 #pragma once
 
 #include <cstdint>

@@ -33,6 +33,7 @@
 #include "io/hdf5_weights.h"
 #include "tests/support/data.h"
 #include "tests/support/metrics_records.h"
+#include "tests/support/mpirun.h"
 #include "tests/support/run_qdqtrain.h"
 #include "tests/support/same_weights.h"
 #include "tests/support/temp_dir.h"
@@ -48,20 +49,6 @@ using namespace qdq::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Open MPI refuses root without the flag; --oversubscribe lets two ranks share fewer cores.
-const char* kMpirun = "mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -np 2 ";
-
-bool skip_without_mpirun() {
-    if (std::system("mpirun --version > /dev/null 2>&1") == 0) return false;
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true") ADD_FAILURE() << "mpirun is not installed (scripts/setup.sh); CI=true";
-    return true;
-}
-
-Process train_on_two_ranks(const std::string& config) {
-    return run_command(kMpirun + std::string(QDQTRAIN_PATH) + " train " + config);
-}
 
 nlohmann::json dropout_free_config(const TempDir& dir, const std::string& out) {
     nlohmann::json raw = tiny_config(dir, out);

@@ -24,6 +24,7 @@
 #include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/metrics_records.h"
+#include "tests/support/mpirun.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
@@ -236,8 +237,7 @@ TEST(DeviceRun, ThePipelineRunsOnTheDeviceAsOnTheCpu) {
 }
 
 // Distillation on the device (the teacher beside the student, the KL on the device) ends where
-// the CPU's does, in FP32 and with bf16 products: nothing a config can ask for is left to the
-// CPU in one process; only data parallelism is, and device_gaps says so.
+// the CPU's does, in FP32 and with bf16 products (which this device has: device_gaps is empty).
 TEST(DeviceRun, DistillationWithAndWithoutBf16OnTheDeviceMatchesTheCpu) {
     REQUIRE_CUDA_DEVICE();
     TempDir dir;
@@ -251,7 +251,7 @@ TEST(DeviceRun, DistillationWithAndWithoutBf16OnTheDeviceMatchesTheCpu) {
             raw["training"]["max_steps"] = 6;
             raw["training"]["bf16"] = bf16;
             const RunConfig config = parse(cpu ? on_cpu(raw) : raw);
-            EXPECT_TRUE(device_gaps(config, 1).empty());
+            if (!cpu) EXPECT_TRUE(device_gaps(config).empty());
             std::unique_ptr<Task> task = make_task(config, {true, true});
             ASSERT_EQ(train(config, *task, {}).status, TrainStatus::finished) << name;
         }
@@ -270,7 +270,29 @@ TEST(DeviceRun, DistillationWithAndWithoutBf16OnTheDeviceMatchesTheCpu) {
                         << key << " at step " << cpu[i]["step"];
                 }
     }
-    const std::vector<std::string> gaps = device_gaps(parse(device_config(dir, "dp")), 2);
-    ASSERT_EQ(gaps.size(), 1u);
-    EXPECT_NE(gaps[0].find("mpirun"), std::string::npos);
+}
+
+// Data parallel on devices: two ranks under mpirun, each on its GPU (here each its emulated
+// device), gradients staged through the host and summed, end where one CPU process of the
+// whole batch ends (dropout off: each rank draws its own masks).
+TEST(DeviceRun, TwoRanksOnDevicesEndWhereOneCpuProcessEnds) {
+    REQUIRE_CUDA_DEVICE();
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    write_task_files(dir);
+    auto config = [&](const std::string& out) {
+        nlohmann::json raw = tiny_config(dir, out);
+        raw["model"]["config"]["hidden_dropout_prob"] = 0.0;
+        raw["model"]["config"]["attention_probs_dropout_prob"] = 0.0;
+        raw["training"]["per_device_train_batch_size"] = 4;  // a global batch of 8, as below
+        return raw;
+    };
+    const Process two = train_on_two_ranks(dir.write("two.json", config("two").dump()));
+    ASSERT_EQ(two.status, 0) << two.output;
+    EXPECT_NE(two.output.find("running on the GPU"), std::string::npos) << two.output;
+    EXPECT_NE(two.output.find("data parallel: 2 ranks"), std::string::npos) << two.output;
+    nlohmann::json one = on_cpu(config("one"));
+    one["training"]["per_device_train_batch_size"] = 8;
+    ASSERT_EQ(train_run(one).status, TrainStatus::finished);
+    expect_close_weights(dir.path() / "two" / "model.h5", dir.path() / "one" / "model.h5");
 }

@@ -12,16 +12,18 @@ Device run_device(const TrainingSettings& training) {
     return !training.use_cpu && cuda::device_count() > 0 ? Device::CUDA : Device::CPU;
 }
 
-std::vector<std::string> device_gaps(const RunConfig&, int ranks) {
+std::vector<std::string> device_gaps(const RunConfig& config) {
     std::vector<std::string> gaps;
-    if (ranks > 1)
-        gaps.push_back("mpirun: data parallelism on GPUs (a device per rank, gradients summed from device memory) is not built yet");
+    const int capability = cuda::compute_capability();
+    if (config.training.bf16 && capability < 80)
+        gaps.push_back("training.bf16: cuBLAS has bf16 products from compute capability 8.0; this GPU has " +
+                       std::to_string(capability / 10) + "." + std::to_string(capability % 10));
     return gaps;
 }
 
 void check_device_support(const RunConfig& config) {
     if (run_device(config.training) == Device::CPU) return;
-    const std::vector<std::string> gaps = device_gaps(config, world().size);
+    const std::vector<std::string> gaps = device_gaps(config);
     if (gaps.empty()) return;
     std::string message = config.source + ": this run cannot go on the GPU:";
     for (const std::string& gap : gaps) message += "\n  " + gap;
@@ -36,6 +38,7 @@ void place_on_run_device(const nn::Module& model, const RunConfig& config) {
         else if (cuda::device_count() > 0) std::fprintf(stderr, "qdqtrain: running on the CPU (training.use_cpu)\n");
         said = true;
     }
+    if (device == Device::CUDA && world().size > 1) cuda::select_device(world().local_rank);
     model.move_to(device);
 }
 

@@ -20,16 +20,17 @@ namespace qdq {
 // Device::CUDA when a device is present and training.use_cpu is false, else Device::CPU.
 Device run_device(const TrainingSettings& training);
 
-// What a run of `config` over `ranks` processes asks for that the device cannot run yet, each
-// naming its config key or launcher and the piece that is missing; empty when it can go on the
-// GPU. Every op of training, evaluation, calibration and QAT has a kernel (bf16 products,
-// PACT, LSQ and distillation included); what is left is data parallelism across GPUs.
-std::vector<std::string> device_gaps(const RunConfig& config, int ranks);
+// What `config` asks for that this GPU cannot run, each naming its config key and what is
+// missing; empty when the run can go on it. Every op of training, evaluation, calibration and
+// QAT has a kernel (bf16 products, PACT, LSQ and distillation included); what a device can lack
+// is cuBLAS's bf16 products (compute capability below 8.0). Needs a device.
+std::vector<std::string> device_gaps(const RunConfig& config);
 
 // On the GPU, throws naming every gap and the way out (training.use_cpu); on the CPU, nothing.
 void check_device_support(const RunConfig& config);
 
 // Moves `model` to run_device(config.training), first saying where on stderr (once per process).
+// Under mpirun each rank first takes the GPU of its local rank (mod the count).
 void place_on_run_device(const nn::Module& model, const RunConfig& config);
 
 }  // namespace qdq

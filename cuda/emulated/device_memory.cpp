@@ -88,6 +88,8 @@ DeviceMemoryAccess::~DeviceMemoryAccess() { set_access(false); }
 
 bool built_with_cuda() { return true; }
 int device_count() { return 1; }
+void select_device(int) {}  // one emulated device, which every rank has to itself
+int compute_capability() { return 80; }  // what it emulates: cuBLAS's bf16 GemmEx is there
 std::string device_description() { return "emulated CUDA device: the kernels on the host (a test build)"; }
 std::string runtime_versions() { return "driver emulated, runtime emulated"; }
 
