@@ -28,7 +28,8 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
 
 void check_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
     for (const Tensor* t : tensors)
-        if (t->defined() && t->is_cuda()) throw std::runtime_error(std::string(op) + ": no CUDA kernel yet");
+        if (t->defined() && t->is_cuda())
+            throw std::runtime_error(std::string(op) + ": an input is on the GPU and another on the CPU; move them to one device");
 }
 
 float* grad_data_or_null(const Tensor& t) {

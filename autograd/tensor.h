@@ -97,8 +97,9 @@ Tensor zeros_like(const Tensor& t);
 void check(bool ok, const char* message);
 void check(bool ok, const std::string& message);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
-// Ops whose CUDA kernels are not written yet: "<op>: no CUDA kernel yet" when a tensor is on a
-// CUDA device (an undefined one is not); the message is built only then.
+// An op's CPU path, which every op takes when its first input is on the CPU: "<op>: an input is
+// on the GPU and another on the CPU" when one of `tensors` is on a CUDA device (an undefined
+// one is not); the message is built only then.
 void check_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
 // The float gradient buffer of t when t requires grad (an undefined t does not), else null:
 // backward kernels skip the inputs that need no gradient.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/broadcast_shape.h"
 #include "cuda/optimizer_math.h"
 
 namespace qdq::cuda {
@@ -47,6 +48,19 @@ void add(float* out, const float* a, const float* b, int64_t n);
 // y [n] = a + b repeated (b's nb values over a's leading dims); db [nb] += the repeats of dy summed.
 void add_trailing(float* y, const float* a, const float* b, int64_t n, int64_t nb);
 void sum_repeats(float* db, const float* dy, int64_t nb, int64_t repeats);
+// y = a ∘ b with numpy broadcasting over s (n output elements); the gradient of input `which`
+// (0: a, 1: b, x_numel elements), each element summing over the outputs that read it.
+void broadcast_binary(float* y, const float* a, const float* b, const BroadcastShape& s, int kind, int64_t n);
+void broadcast_binary_backward(float* dx, const float* dy, const float* a, const float* b, const BroadcastShape& s,
+                               int kind, int which, int64_t x_numel);
+// y = x + s;  y = x^e and dx += dy·e·x^(e−1)
+void add_scalar(float* y, const float* x, float s, int64_t n);
+void pow_forward(float* y, const float* x, float e, int64_t n);
+void pow_backward(float* dx, const float* dy, const float* x, float e, int64_t n);
+// Sums along an axis of x seen as [outer, n, inner]: y [outer, inner] = scale·Σ (in double);
+// backward dx += scale·dy spread over the axis.
+void axis_sum(float* y, const float* x, int64_t outer, int64_t n, int64_t inner, float scale);
+void axis_spread(float* dx, const float* dy, int64_t outer, int64_t n, int64_t inner, float scale);
 // y = gelu(x); dx += dy · gelu'(x)
 void gelu_forward(float* y, const float* x, int64_t n);
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n);
@@ -96,6 +110,9 @@ void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* 
 void softmax_rows_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows, float scale,
                           int64_t rows, int64_t C);
 void softmax_rows_backward(float* dx, const float* dy, const float* y, float scale, int64_t rows, int64_t C);
+// log_softmax by rows of C: y = x − lse(x); dx += dy − e^y·Σ dy.
+void log_softmax_rows_forward(float* y, const float* x, int64_t rows, int64_t C);
+void log_softmax_rows_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t C);
 // Cross-entropy by rows of C: each row's loss and its lse (row_max + log_sum), 0 for ignored
 // rows; backward dx += scale·(softmax − onehot) for the rest. The caller averages the losses.
 void cross_entropy_rows_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,

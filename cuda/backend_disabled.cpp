@@ -32,6 +32,15 @@ void to_bf16(uint16_t*, const float*, int64_t) { unavailable(); }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void add_trailing(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
 void sum_repeats(float*, const float*, int64_t, int64_t) { unavailable(); }
+void broadcast_binary(float*, const float*, const float*, const BroadcastShape&, int, int64_t) { unavailable(); }
+void broadcast_binary_backward(float*, const float*, const float*, const float*, const BroadcastShape&, int, int, int64_t) {
+    unavailable();
+}
+void add_scalar(float*, const float*, float, int64_t) { unavailable(); }
+void pow_forward(float*, const float*, float, int64_t) { unavailable(); }
+void pow_backward(float*, const float*, const float*, float, int64_t) { unavailable(); }
+void axis_sum(float*, const float*, int64_t, int64_t, int64_t, float) { unavailable(); }
+void axis_spread(float*, const float*, int64_t, int64_t, int64_t, float) { unavailable(); }
 void gelu_forward(float*, const float*, int64_t) { unavailable(); }
 void gelu_backward(float*, const float*, const float*, int64_t) { unavailable(); }
 void tanh_forward(float*, const float*, int64_t) { unavailable(); }
@@ -71,6 +80,8 @@ void cross_entropy_rows_backward(float*, const float*, const float*, const float
                                  int64_t) {
     unavailable();
 }
+void log_softmax_rows_forward(float*, const float*, int64_t, int64_t) { unavailable(); }
+void log_softmax_rows_backward(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
 void kl_div_rows_forward(float*, float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
 void kl_div_rows_backward(float*, const float*, const float*, const float*, float, float, int64_t, int64_t) { unavailable(); }
 void layernorm_rows_forward(float*, float*, float*, float*, const float*, const float*, const float*, const float*, float,

@@ -5,6 +5,7 @@
 
 #include "cuda/backend.h"
 #include "cuda/device_array.h"
+#include "cuda/kernels/broadcast.cuh"
 #include "cuda/kernels/calibration.cuh"
 #include "cuda/kernels/dropout.cuh"
 #include "cuda/kernels/elementwise.cuh"
@@ -12,6 +13,7 @@
 #include "cuda/kernels/fake_quant.cuh"
 #include "cuda/kernels/grad_norm.cuh"
 #include "cuda/kernels/optimizer.cuh"
+#include "cuda/kernels/reduce.cuh"
 #include "cuda/kernels/shape.cuh"
 
 namespace qdq::cuda {
@@ -19,6 +21,22 @@ namespace qdq::cuda {
 void add(float* out, const float* a, const float* b, int64_t n) { for_each(n, AddOp{out, a, b}); }
 void add_trailing(float* y, const float* a, const float* b, int64_t n, int64_t nb) { for_each(n, AddTrailingOp{y, a, b, nb}); }
 void sum_repeats(float* db, const float* dy, int64_t nb, int64_t repeats) { for_each(nb, SumRepeatsOp{db, dy, nb, repeats}); }
+void broadcast_binary(float* y, const float* a, const float* b, const BroadcastShape& s, int kind, int64_t n) {
+    for_each(n, BroadcastBinaryOp{y, a, b, s, kind});
+}
+void broadcast_binary_backward(float* dx, const float* dy, const float* a, const float* b, const BroadcastShape& s,
+                               int kind, int which, int64_t x_numel) {
+    for_each(x_numel, BroadcastBinaryGradOp{dx, dy, a, b, s, kind, which});
+}
+void add_scalar(float* y, const float* x, float s, int64_t n) { for_each(n, AddScalarOp{y, x, s}); }
+void pow_forward(float* y, const float* x, float e, int64_t n) { for_each(n, PowForwardOp{y, x, e}); }
+void pow_backward(float* dx, const float* dy, const float* x, float e, int64_t n) { for_each(n, PowBackwardOp{dx, dy, x, e}); }
+void axis_sum(float* y, const float* x, int64_t outer, int64_t n, int64_t inner, float scale) {
+    for_each(outer * inner, AxisSumOp{y, x, n, inner, scale});
+}
+void axis_spread(float* dx, const float* dy, int64_t outer, int64_t n, int64_t inner, float scale) {
+    for_each(outer * n * inner, AxisSpreadOp{dx, dy, n, inner, scale});
+}
 void gelu_forward(float* y, const float* x, int64_t n) { for_each(n, GeluForwardOp{y, x}); }
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) { for_each(n, GeluBackwardOp{dx, dy, x}); }
 

@@ -16,6 +16,14 @@ void softmax_rows_backward(float* dx, const float* dy, const float* y, float sca
     softmax_backward(dx, dy, y, scale, rows, C, row_block_for(C));
 }
 
+void log_softmax_rows_forward(float* y, const float* x, int64_t rows, int64_t C) {
+    log_softmax_forward(y, x, rows, C, row_block_for(C));
+}
+
+void log_softmax_rows_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t C) {
+    log_softmax_backward(dx, dy, y, rows, C, row_block_for(C));
+}
+
 void layernorm_rows_forward(float* y, float* mean, float* rstd, float* sum, const float* x, const float* residual,
                             const float* gamma, const float* beta, float eps, int64_t rows, int64_t C) {
     layernorm_forward(y, mean, rstd, sum, x, residual, gamma, beta, eps, rows, C, row_block_for(C));

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
@@ -292,8 +295,42 @@ TEST(Cuda, SoftmaxKlDivOnTheDeviceMatchesTheCpu) {
         }
 }
 
-TEST(Cuda, OpWithoutACudaKernelSaysSo) {
+// The ops no run uses, on the device against the CPU: sub, mul and div with every kind of
+// broadcast (the gradient of a repeated input summed over its repeats), add with a broadcast
+// that is not a bias's, add_scalar, pow_scalar, sum and mean over an axis and over everything,
+// concat and log_softmax, forward and backward.
+TEST(Cuda, TheRemainingOpsRunOnTheDeviceAsOnTheCpu) {
     REQUIRE_CUDA_DEVICE();
-    Tensor x = random_tensor({4}, 9).to(Device::CUDA);
-    EXPECT_THROW(pow_scalar(x, 2.0f), std::runtime_error);
+    const Tensor x = random_tensor({2, 3, 5}, 60, 0.5f, 2.0f), y = random_tensor({3, 1}, 61, 0.5f, 2.0f);
+    const Tensor z = random_tensor({2, 1, 5}, 62, 0.5f, 2.0f);
+    using Op = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+    const std::vector<std::pair<const char*, Op>> ops = {
+        {"sub", [](const Tensor& a, const Tensor& b, const Tensor&) { return sub(a, b); }},
+        {"mul", [](const Tensor& a, const Tensor& b, const Tensor&) { return mul(b, a); }},
+        {"div", [](const Tensor& a, const Tensor&, const Tensor& c) { return div(c, a); }},
+        {"add", [](const Tensor&, const Tensor& b, const Tensor& c) { return add(b, c); }},
+        {"add_scalar, pow_scalar", [](const Tensor& a, const Tensor&, const Tensor&) { return pow_scalar(add_scalar(a, 0.5f), 1.5f); }},
+        {"sum, mean", [](const Tensor& a, const Tensor&, const Tensor&) { return mean(sum(a, 1, true), 2); }},
+        {"sum_all, mean_all", [](const Tensor& a, const Tensor& b, const Tensor&) { return add(sum_all(a), mean_all(b)); }},
+        {"concat", [](const Tensor& a, const Tensor&, const Tensor& c) { return concat({a, c, a}, 1); }},
+        {"log_softmax", [](const Tensor& a, const Tensor&, const Tensor&) { return log_softmax(a); }}};
+    for (const auto& [name, op] : ops) {
+        auto run = [&](Device device) {
+            Tensor a = x.to(device).set_requires_grad(), b = y.to(device).set_requires_grad(), c = z.to(device).set_requires_grad();
+            Tensor out = op(a, b, c);
+            EXPECT_EQ(out.device(), device) << name;
+            backward(out, random_tensor(out.shape(), 63).to(device));
+            std::vector<Tensor> result = {out.detach().to(Device::CPU)};
+            for (const Tensor& t : {a, b, c}) result.push_back(t.grad().defined() ? t.grad().to(Device::CPU) : zeros(t.shape()));
+            return result;
+        };
+        const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+        for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 1e-5f, 1e-6f, name);
+    }
+    try {
+        add(x, y.to(Device::CUDA));
+        FAIL() << "add of a CPU and a GPU tensor ran";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("on the GPU and another on the CPU"), std::string::npos) << e.what();
+    }
 }

@@ -187,8 +187,16 @@ Tensor softmax_kl_div_cuda(const Tensor& student, const Tensor& teacher, float i
 Tensor log_softmax(const Tensor& x) {
     check(x.defined() && x.dtype() == DType::F32 && x.dim() >= 1,
           "log_softmax: x must be a float32 tensor with at least one dim");
-    check_cpu("log_softmax", {&x});
     int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
+    if (x.is_cuda()) {
+        Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
+        cuda::log_softmax_rows_forward(y.f32(), x.f32(), rows, C);
+        if (needs_grad({x}))
+            record(y, {x}, [x, y, rows, C](const Tensor& gy) {
+                cuda::log_softmax_rows_backward(x.grad_buffer().f32(), gy.f32(), y.f32(), rows, C);
+            });
+        return y;
+    }
     Tensor y = empty(x.shape());
     float* py = y.f32();
     const float* px = x.f32();

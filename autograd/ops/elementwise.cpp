@@ -1,5 +1,6 @@
 // add, sub, mul, div with numpy broadcasting; add_inplace for gradient accumulation.
-// Backward of a broadcast input sums the output gradient over the repeated dims.
+// Backward of a broadcast input sums the output gradient over the repeated dims. On the GPU
+// through cuda/kernels/broadcast.cuh (add's bias-shaped case through its own kernels).
 #include <algorithm>
 
 #include "autograd/broadcast.h"
@@ -76,11 +77,36 @@ bool is_trailing_of(const Shape& b, const Shape& a) {
     return b.size() <= a.size() && std::equal(b.begin(), b.end(), a.end() - (int64_t)b.size());
 }
 
-// a + b on the device, b of a's shape or of its trailing dims.
+// a ∘ b on the device with numpy broadcasting (cuda/kernels/broadcast.cuh).
+Tensor binary_cuda(const Tensor& a, const Tensor& b, cuda::BinaryKind kind, const char* name) {
+    check(b.is_cuda(), std::string(name) + ": a is on the GPU, so b must be too");
+    const Shape shape = broadcast_shapes(a.shape(), b.shape());
+    check(shape.size() <= (size_t)cuda::kMaxBroadcastDims,
+          std::string(name) + ": on the GPU at most " + std::to_string(cuda::kMaxBroadcastDims) + " dims");
+    cuda::BroadcastShape s{(int)shape.size(), {}, {}, {}};
+    const BroadcastMap map_a(a.shape(), shape), map_b(b.shape(), shape);
+    for (size_t d = 0; d < shape.size(); ++d) {
+        s.out[d] = shape[d];
+        s.a_strides[d] = map_a.in_strides[d];
+        s.b_strides[d] = map_b.in_strides[d];
+    }
+    Tensor y = empty(shape, DType::F32, Device::CUDA);
+    cuda::broadcast_binary(y.f32(), a.f32(), b.f32(), s, kind, y.numel());
+    if (needs_grad({a, b}))
+        record(y, {a, b}, [a, b, s, kind](const Tensor& gy) {
+            for (int which : {0, 1}) {
+                const Tensor& x = which == 0 ? a : b;
+                if (x.requires_grad())
+                    cuda::broadcast_binary_backward(x.grad_buffer().f32(), gy.f32(), a.f32(), b.f32(), s, kind, which, x.numel());
+            }
+        });
+    return y;
+}
+
+// a + b on the device: b of a's shape or of its trailing dims (a bias, position embeddings) by
+// the add kernels, any other broadcast by binary_cuda.
 Tensor add_cuda(const Tensor& a, const Tensor& b) {
-    check(b.is_cuda() && is_trailing_of(b.shape(), a.shape()),
-          "add: on the GPU, b must be there too with a's shape or its trailing dims; got " + shape_str(a.shape()) +
-              " + " + shape_str(b.shape()));
+    if (!b.is_cuda() || !is_trailing_of(b.shape(), a.shape())) return binary_cuda(a, b, cuda::kBinaryAdd, "add");
     Tensor y = empty(a.shape(), DType::F32, Device::CUDA);
     const int64_t nb = b.numel();
     cuda::add_trailing(y.f32(), a.f32(), b.f32(), y.numel(), nb);
@@ -112,6 +138,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+    if (a.is_cuda()) return binary_cuda(a, b, cuda::kBinarySub, "sub");
     Tensor y = binary_forward(a, b, "sub", [](float x, float z) { return x - z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {
@@ -123,6 +150,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+    if (a.is_cuda()) return binary_cuda(a, b, cuda::kBinaryMul, "mul");
     Tensor y = binary_forward(a, b, "mul", [](float x, float z) { return x * z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {
@@ -140,6 +168,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+    if (a.is_cuda()) return binary_cuda(a, b, cuda::kBinaryDiv, "div");
     Tensor y = binary_forward(a, b, "div", [](float x, float z) { return x / z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {

@@ -8,6 +8,7 @@
 #include "autograd/ops/axis.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "cuda/backend.h"
 
 namespace qdq {
 
@@ -92,8 +93,18 @@ void reduce_axis_backward(float* gx, const float* gy, AxisSplit s, float divisor
     });
 }
 
+// The device path of both reductions (cuda/kernels/reduce.cuh): x seen as [outer, n, inner].
+Tensor reduce_cuda(const Tensor& a, const AxisSplit& s, const Shape& shape, float divisor) {
+    Tensor y = empty(shape, DType::F32, Device::CUDA);
+    cuda::axis_sum(y.f32(), a.f32(), s.outer, s.n, s.inner, 1.0f / divisor);
+    if (needs_grad({a}))
+        record(y, {a}, [a, s, divisor](const Tensor& gy) {
+            cuda::axis_spread(a.grad_buffer().f32(), gy.f32(), s.outer, s.n, s.inner, 1.0f / divisor);
+        });
+    return y;
+}
+
 Tensor reduce_axis(const Tensor& a, int64_t axis, bool keepdim, bool average, const char* name) {
-    check_cpu(name, {&a});
     int64_t ax = normalize_axis(name, axis, a.shape());
     AxisSplit s = split_at_axis(a.shape(), ax);
     Shape shape = a.shape();
@@ -101,8 +112,9 @@ Tensor reduce_axis(const Tensor& a, int64_t axis, bool keepdim, bool average, co
         shape[(size_t)ax] = 1;
     else
         shape.erase(shape.begin() + ax);
-    Tensor y = empty(shape);
     float divisor = average ? (float)s.n : 1.0f;
+    if (a.is_cuda()) return reduce_cuda(a, s, shape, divisor);
+    Tensor y = empty(shape);
     reduce_axis_forward(y.f32(), a.f32(), s, divisor);
     if (needs_grad({a}))
         record(y, {a}, [a, s, divisor](const Tensor& gy) {
@@ -111,10 +123,10 @@ Tensor reduce_axis(const Tensor& a, int64_t axis, bool keepdim, bool average, co
     return y;
 }
 
-Tensor reduce_all(const Tensor& a, bool average, const char* name) {
-    check_cpu(name, {&a});
+Tensor reduce_all(const Tensor& a, bool average) {
     int64_t n = a.numel();
     float divisor = average ? (float)n : 1.0f;
+    if (a.is_cuda()) return reduce_cuda(a, AxisSplit{1, n, 1}, {}, divisor);
     Tensor y = empty({});
     *y.f32() = (float)(sum_all_contiguous(a.f32(), n) / divisor);
     if (needs_grad({a}))
@@ -136,7 +148,7 @@ Tensor sum(const Tensor& a, int64_t axis, bool keepdim) {
 Tensor mean(const Tensor& a, int64_t axis, bool keepdim) {
     return reduce_axis(a, axis, keepdim, true, "mean");
 }
-Tensor sum_all(const Tensor& a) { return reduce_all(a, false, "sum_all"); }
-Tensor mean_all(const Tensor& a) { return reduce_all(a, true, "mean_all"); }
+Tensor sum_all(const Tensor& a) { return reduce_all(a, false); }
+Tensor mean_all(const Tensor& a) { return reduce_all(a, true); }
 
 }  // namespace qdq

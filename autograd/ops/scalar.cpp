@@ -39,6 +39,12 @@ void map_backward(const Tensor& x, const Tensor& gy, D dfdx) {
 }  // namespace
 
 Tensor add_scalar(const Tensor& a, float s) {
+    if (a.defined() && a.is_cuda()) {
+        Tensor y = empty(a.shape(), DType::F32, Device::CUDA);
+        cuda::add_scalar(y.f32(), a.f32(), s, a.numel());
+        if (needs_grad({a})) record(y, {a}, [a](const Tensor& gy) { add_inplace(a.grad_buffer(), gy); });
+        return y;
+    }
     Tensor y = map_forward(a, "add_scalar", [s](float x) { return x + s; });
     if (needs_grad({a}))
         record(y, {a}, [a](const Tensor& gy) { add_inplace(a.grad_buffer(), gy); });
@@ -66,6 +72,15 @@ Tensor mul_scalar(const Tensor& a, float s) {
 }
 
 Tensor pow_scalar(const Tensor& a, float exponent) {
+    if (a.defined() && a.is_cuda()) {
+        Tensor y = empty(a.shape(), DType::F32, Device::CUDA);
+        cuda::pow_forward(y.f32(), a.f32(), exponent, a.numel());
+        if (needs_grad({a}))
+            record(y, {a}, [a, exponent](const Tensor& gy) {
+                cuda::pow_backward(a.grad_buffer().f32(), gy.f32(), a.f32(), exponent, a.numel());
+            });
+        return y;
+    }
     Tensor y = map_forward(a, "pow_scalar", [exponent](float x) { return std::pow(x, exponent); });
     if (needs_grad({a}))
         record(y, {a}, [a, exponent](const Tensor& gy) {

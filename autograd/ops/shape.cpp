@@ -287,7 +287,7 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
     bool any_requires_grad = false;
     for (size_t k = 0; k < parts.size(); ++k) {
         const Shape& pk = parts[k].shape();
-        check_cpu("concat", {&parts[k]});
+        check(parts[k].device() == parts[0].device(), "concat: part " + std::to_string(k) + " is on another device than part 0");
         bool fits = pk.size() == first.size();
         for (size_t d = 0; fits && d < pk.size(); ++d) fits = d == (size_t)ax || pk[d] == first[d];
         check(fits, "concat: part " + std::to_string(k) + " has shape " + shape_str(pk) +
@@ -297,21 +297,24 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
         any_requires_grad = any_requires_grad || parts[k].requires_grad();
     }
     AxisSplit s = split_at_axis(shape, ax);
-    Tensor y = empty(shape);
+    const bool on_device = parts[0].is_cuda();
+    Tensor y = empty(shape, DType::F32, parts[0].device());
     int64_t offset = 0;
     for (const Tensor& part : parts) {
         int64_t len = part.shape()[(size_t)ax];
-        copy_axis_block<false>({y.f32(), s.n, offset}, {part.f32(), len, 0}, len, s.outer, s.inner);
+        if (on_device) cuda::axis_block_copy(y.f32(), s.n, offset, part.f32(), len, 0, len, s.outer, s.inner, false);
+        else copy_axis_block<false>({y.f32(), s.n, offset}, {part.f32(), len, 0}, len, s.outer, s.inner);
         offset += len;
     }
     if (grad_enabled() && any_requires_grad)
-        record(y, parts, [parts, s, ax](const Tensor& gy) {
+        record(y, parts, [parts, s, ax, on_device](const Tensor& gy) {
             int64_t offset = 0;
             for (const Tensor& part : parts) {
                 int64_t len = part.shape()[(size_t)ax];
-                if (part.requires_grad())
-                    copy_axis_block<true>({part.grad_buffer().f32(), len, 0},
-                                          {gy.f32(), s.n, offset}, len, s.outer, s.inner);
+                if (part.requires_grad() && on_device)
+                    cuda::axis_block_copy(part.grad_buffer().f32(), len, 0, gy.f32(), s.n, offset, len, s.outer, s.inner, true);
+                else if (part.requires_grad())
+                    copy_axis_block<true>({part.grad_buffer().f32(), len, 0}, {gy.f32(), s.n, offset}, len, s.outer, s.inner);
                 offset += len;
             }
         });

@@ -1,5 +1,6 @@
-// Cross-entropy and distillation's KL by rows on the device, one block per row, with the CPU kernels' arithmetic
-// (autograd/ops/cross_entropy.cpp): lse = m + s kept apart (m the row max, s = log Σ e^{x−m}),
+// Cross-entropy, log_softmax and distillation's KL by rows on the device, one block per row,
+// with the CPU kernels' arithmetic (autograd/ops/cross_entropy.cpp): lse = m + s kept apart (m
+// the row max, s = log Σ e^{x−m}),
 //   loss_r = (m − x[label]) + s,   dx_r += scale·(softmax(x_r) − onehot(label_r)),
 // ignored rows (label == ignore_index) give 0 and no gradient. The mean over the rows not
 // ignored is the caller's: summed in double in row order, as on the CPU.
@@ -11,6 +12,17 @@
 
 namespace qdq::cuda {
 
+// A row's max m and s = log Σ e^{(x−m)·inv_t}, the lse of x·inv_t kept apart as m·inv_t + s.
+static __device__ void row_lse(float* m_out, float* s_out, const float* row, float inv_t, int64_t C) {
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, row[j]);
+    m = block_reduce(m, MaxOp{}, -INFINITY);
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) sum += expf((row[j] - m) * inv_t);
+    *m_out = m;
+    *s_out = logf(block_reduce(sum, SumOp{}, 0.0f));
+}
+
 static __global__ void cross_entropy_forward_rows(float* losses, float* row_max, float* log_sum, const float* x,
                                                   const int32_t* labels, int32_t ignore_index, int64_t C) {
     const int64_t r = blockIdx.x;
@@ -19,12 +31,8 @@ static __global__ void cross_entropy_forward_rows(float* losses, float* row_max,
         if (threadIdx.x == 0) losses[r] = row_max[r] = log_sum[r] = 0.0f;
         return;
     }
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, xr[j]);
-    m = block_reduce(m, MaxOp{}, -INFINITY);
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) sum += expf(xr[j] - m);
-    const float s = logf(block_reduce(sum, SumOp{}, 0.0f));
+    float m, s;
+    row_lse(&m, &s, xr, 1.0f, C);
     if (threadIdx.x == 0) {
         losses[r] = (m - xr[labels[r]]) + s;
         row_max[r] = m;
@@ -45,16 +53,6 @@ static __global__ void cross_entropy_backward_rows(float* dx, const float* x, co
 // Distillation's KL by rows (softmax_kl_div), with the CPU's arithmetic: each row's
 // (m, s) of the student x and the teacher t kept in stats[4r..4r+3], log q_j = (x_j − m_x)/T − s_x
 // and log p_j likewise, loss_r = Σ_j p_j·(log p_j − log q_j); backward dx_r += scale·(q − p).
-static __device__ void row_lse(float* m_out, float* s_out, const float* row, float inv_t, int64_t C) {
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, row[j]);
-    m = block_reduce(m, MaxOp{}, -INFINITY);
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) sum += expf((row[j] - m) * inv_t);
-    *m_out = m;
-    *s_out = logf(block_reduce(sum, SumOp{}, 0.0f));
-}
-
 static __global__ void kl_div_forward_rows(float* losses, float* stats, const float* x, const float* t, float inv_t,
                                            int64_t C) {
     const int64_t r = blockIdx.x;
@@ -81,6 +79,35 @@ static __global__ void kl_div_backward_rows(float* dx, const float* x, const flo
     float* dxr = dx + r * C;
     for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
         dxr[j] += scale * (expf((xr[j] - sr[0]) * inv_t - sr[1]) - expf((tr[j] - sr[2]) * inv_t - sr[3]));
+}
+
+// log_softmax by rows (the CPU's autograd/ops/cross_entropy.cpp): y = (x − m) − s with m the
+// row max and s = log Σ e^{x−m}; backward dx += dy − e^y·Σ dy.
+static __global__ void log_softmax_forward_rows(float* y, const float* x, int64_t C) {
+    const int64_t r = blockIdx.x;
+    const float* xr = x + r * C;
+    float m, s;
+    row_lse(&m, &s, xr, 1.0f, C);
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) y[r * C + j] = (xr[j] - m) - s;
+}
+
+static __global__ void log_softmax_backward_rows(float* dx, const float* dy, const float* y, int64_t C) {
+    const int64_t r = blockIdx.x;
+    const float *dyr = dy + r * C, *yr = y + r * C;
+    float total = 0.0f;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) total += dyr[j];
+    total = block_reduce(total, SumOp{}, 0.0f);
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) dx[r * C + j] += dyr[j] - expf(yr[j]) * total;
+}
+
+inline void log_softmax_forward(float* y, const float* x, int64_t rows, int64_t C, unsigned block = 128) {
+    check_row_block(block, "log_softmax_forward");
+    if (rows > 0) launch(log_softmax_forward_rows, dim3((unsigned)rows), dim3(block), y, x, C);
+}
+
+inline void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t C, unsigned block = 128) {
+    check_row_block(block, "log_softmax_backward");
+    if (rows > 0) launch(log_softmax_backward_rows, dim3((unsigned)rows), dim3(block), dx, dy, y, C);
 }
 
 inline void kl_div_forward(float* losses, float* stats, const float* x, const float* t, float inv_t, int64_t rows,

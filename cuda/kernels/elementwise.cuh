@@ -41,6 +41,29 @@ struct SumRepeatsOp {
 
 __host__ __device__ inline float normal_cdf(float x) { return 0.5f * erfcf(-x * 0.707106781f); }
 
+// y[i] = x[i] + s
+struct AddScalarOp {
+    float* y;
+    const float* x;
+    float s;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = x[i] + s; }
+};
+
+// y[i] = x[i]^e;  dx[i] += dy[i]·e·x^(e−1), 0 for e = 0 (x⁰ is constant, as PyTorch has it)
+struct PowForwardOp {
+    float* y;
+    const float* x;
+    float e;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = powf(x[i], e); }
+};
+struct PowBackwardOp {
+    float* dx;
+    const float* dy;
+    const float* x;
+    float e;
+    __host__ __device__ void operator()(int64_t i) const { dx[i] += dy[i] * (e == 0.0f ? 0.0f : e * powf(x[i], e - 1.0f)); }
+};
+
 // y[i] = gelu(x[i])
 struct GeluForwardOp {
     float* y;

@@ -1,0 +1,85 @@
+// Binary element-wise ops with numpy broadcasting on the device (add, sub, mul, div; the CPU's
+// in autograd/ops/elementwise.cpp), dims ≤ 6. Both inputs are read through strides over the
+// output's shape, 0 along the dims where they repeat.
+//   forward: output element i reads a and b at the offsets its digits give;
+//   backward of an input x: each thread owns one element j of x and sums, in a fixed order,
+//   the op's partial derivative times dy over every output element that read x[j], so no two
+//   threads write one element and the sum does not depend on scheduling.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/broadcast_shape.h"
+#include "cuda/kernels/for_each.cuh"
+
+namespace qdq::cuda {
+
+__host__ __device__ inline float binary_value(int kind, float a, float b) {
+    return kind == kBinaryAdd ? a + b : kind == kBinarySub ? a - b : kind == kBinaryMul ? a * b : a / b;
+}
+
+// ∂(a ∘ b)/∂a (which = 0) or ∂/∂b (which = 1)
+__host__ __device__ inline float binary_partial(int kind, int which, float a, float b) {
+    if (kind == kBinaryAdd) return 1.0f;
+    if (kind == kBinarySub) return which == 0 ? 1.0f : -1.0f;
+    if (kind == kBinaryMul) return which == 0 ? b : a;
+    return which == 0 ? 1.0f / b : -a / (b * b);
+}
+
+struct BroadcastBinaryOp {
+    float* y;
+    const float* a;
+    const float* b;
+    BroadcastShape s;
+    int kind;
+    __host__ __device__ void operator()(int64_t i) const {
+        int64_t rest = i, ia = 0, ib = 0;
+        for (int d = s.dims - 1; d >= 0; --d) {
+            const int64_t digit = rest % s.out[d];
+            rest /= s.out[d];
+            ia += digit * s.a_strides[d];
+            ib += digit * s.b_strides[d];
+        }
+        y[i] = binary_value(kind, a[ia], b[ib]);
+    }
+};
+
+// dx[j] += Σ over the outputs that read x[j] of partial · dy, x = a (which 0) or b (which 1)
+struct BroadcastBinaryGradOp {
+    float* dx;
+    const float* dy;
+    const float* a;
+    const float* b;
+    BroadcastShape s;
+    int kind, which;
+    __host__ __device__ void operator()(int64_t j) const {
+        const int64_t* x_strides = which == 0 ? s.a_strides : s.b_strides;
+        // x's own digits of j (a repeated dim has one position), and the count of repeats
+        int64_t digits[kMaxBroadcastDims], rest = j, repeats = 1;
+        for (int d = s.dims - 1; d >= 0; --d) {
+            const bool repeated = x_strides[d] == 0;
+            digits[d] = repeated ? 0 : rest % s.out[d];
+            if (!repeated) rest /= s.out[d];
+            else repeats *= s.out[d];
+        }
+        float sum = 0.0f;
+        for (int64_t r = 0; r < repeats; ++r) {
+            int64_t left = r, out_index = 0, stride = 1, ia = 0, ib = 0;
+            for (int d = s.dims - 1; d >= 0; --d) {
+                int64_t digit = digits[d];
+                if (x_strides[d] == 0) {
+                    digit = left % s.out[d];
+                    left /= s.out[d];
+                }
+                out_index += digit * stride;
+                stride *= s.out[d];
+                ia += digit * s.a_strides[d];
+                ib += digit * s.b_strides[d];
+            }
+            sum += dy[out_index] * binary_partial(kind, which, a[ia], b[ib]);
+        }
+        dx[j] += sum;
+    }
+};
+
+}  // namespace qdq::cuda
