@@ -41,6 +41,10 @@ QDQ_AMX void configure_tiles() {
         config.bytes_per_row[i] = kTileBytes;
         config.rows[i] = kTileRows;
     }
+    // GCC 12's ldtilecfg builtin does not tell the optimizer that it reads `config`: without
+    // this barrier the stores above are dropped as dead, every tile gets zero rows, and the
+    // first tile instruction dies with SIGILL.
+    asm volatile("" : : "r"(&config) : "memory");
     _tile_loadconfig(&config);
 }
 
