@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 #include "app/svg_plot.h"
@@ -76,21 +77,22 @@ std::string quantizers_section(const std::string& out_dir, const CalibrationResu
         const std::string& c = columns.back();
         md += " " + (c.starts_with("percentile-") ? "p" + c.substr(11) : c) + " |";
     }
-    md += " clipped | SQNR dB |\n|---|";
-    for (size_t i = 0; i < columns.size() + 2; ++i) md += "---:|";
+    md += " clipped | SQNR dB | max ÷ p99.99 |\n|---|";
+    for (size_t i = 0; i < columns.size() + 3; ++i) md += "---:|";
     md += "\n";
     for (const QuantizerStats& q : r.quantizers) {
         if (q.weight) {
             md += "| `" + q.name + "` | " + general(q.weight->amax_max) + " (max row) |";
             for (size_t i = 1; i < columns.size(); ++i) md += " |";
-            md += " " + general(q.weight->clipped_fraction) + " | " + fixed(q.weight->sqnr_db, 1) + " |\n";
+            md += " " + general(q.weight->clipped_fraction) + " | " + fixed(q.weight->sqnr_db, 1) + " | |\n";
             continue;
         }
         if (q.methods.empty()) continue;
         md += "| `" + q.name + "` |";
         for (const std::string& c : columns) md += " " + general(range_by(q, c).amax) + " |";
         const MethodRangeStats& b = range_by(q, best);
-        md += " " + general(b.clipped_fraction) + " | " + fixed(b.sqnr_db, 1) + " |\n";
+        const std::optional<double> ratio = outlier_ratio(q);
+        md += " " + general(b.clipped_fraction) + " | " + fixed(b.sqnr_db, 1) + " | " + (ratio ? fixed(*ratio, 1) : "") + " |\n";
 
         if (!q.histogram) throw std::runtime_error(q.name + ": ranges by method without a histogram");
         std::vector<double> counts(q.histogram->counts.begin(), q.histogram->counts.end());
@@ -100,6 +102,32 @@ std::string quantizers_section(const std::string& out_dir, const CalibrationResu
                   svg_histogram(q.name, "|x|", q.histogram->bin_width, counts, markers));
     }
     return md;
+}
+
+// The activations whose max stands far beyond their 99.99th percentile, and where they sit.
+std::string outliers_section(const CalibrationResult& r) {
+    std::vector<std::pair<double, const QuantizerStats*>> found;
+    int measured = 0;
+    for (const QuantizerStats& q : r.quantizers)
+        if (const std::optional<double> ratio = outlier_ratio(q)) {
+            ++measured;
+            if (*ratio >= kOutlierRatio) found.push_back({*ratio, &q});
+        }
+    if (measured == 0) return "";
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string md = "\n## Outliers\n\nActivations whose max is at least " + fixed(kOutlierRatio, 0) +
+                     " times their 99.99th percentile (the percentile-99.99 calibrator's range): " +
+                     std::to_string(found.size()) + " of " + std::to_string(measured) + ".";
+    if (found.empty()) return md + "\n";
+    int literature = 0;
+    std::string rows = "\n| quantizer | max ÷ p99.99 | where |\n|---|---:|---|\n";
+    for (const auto& [ratio, q] : found) {
+        const QuantizerPlace place = quantizer_place(q->name);
+        literature += place.where_outliers_are_reported;
+        rows += "| `" + q->name + "` | " + fixed(ratio, 1) + " | " + place.description + " |\n";
+    }
+    return md + " " + std::to_string(literature) + " of them sit where the literature puts BERT's outliers: the FFN's output "
+                "and the residual sum before LayerNorm (Bondarenko et al. 2021).\n" + rows;
 }
 
 // The metric with each part left in float, largest gain first.
@@ -120,6 +148,27 @@ std::string sensitivity_section(const CalibrationResult& r, const SensitivitySwe
 
 }  // namespace
 
+std::optional<double> outlier_ratio(const QuantizerStats& q) {
+    const auto max = q.methods.find("max"), p = q.methods.find("percentile-99.99");
+    if (max == q.methods.end() || p == q.methods.end() || !(p->second.amax > 0)) return std::nullopt;
+    return max->second.amax / p->second.amax;
+}
+
+QuantizerPlace quantizer_place(const std::string& name) {
+    auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+    if (has(".attention.")) {
+        if (has(".output.add_local_input_quantizer")) return {"attention output, before the residual add and LayerNorm", false};
+        if (has(".output.add_residual_input_quantizer")) return {"residual stream, before the attention's LayerNorm", true};
+        if (has(".output.dense.")) return {"attention context (input of its output projection)", false};
+        return {"attention: Q, K, V and their products", false};
+    }
+    if (has(".output.add_local_input_quantizer")) return {"FFN output, before the residual add and LayerNorm", true};
+    if (has(".output.add_residual_input_quantizer")) return {"residual stream, before the FFN's LayerNorm", true};
+    if (has(".output.dense.")) return {"FFN intermediate, after GELU", false};
+    if (has(".intermediate.dense.")) return {"FFN input (LayerNorm output)", false};
+    return {"elsewhere", false};
+}
+
 void write_calibration_report(const std::string& out_dir, const CalibrationResult& r) {
     const double fp32 = metric_value(r.fp32, r.metric, r.checkpoint);
     const bool fraction = r.metric == "accuracy";
@@ -133,6 +182,7 @@ void write_calibration_report(const std::string& out_dir, const CalibrationResul
 
     md += methods_section(out_dir, r, fp32, fraction);
     md += quantizers_section(out_dir, r);
+    md += outliers_section(r);
     if (r.sensitivity) md += sensitivity_section(r, *r.sensitivity, fp32, fraction);
     md += "\nHistograms with each method's range: `plots/<quantizer>.svg`.\n";
     std::ofstream out(out_dir + "/calibration_report.md", std::ios::trunc);

@@ -4,12 +4,31 @@
 // activation quantizer with the range each method chose).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "app/calibration_result.h"
 
 namespace qdq {
 
+// The report's sections: the metric by method, each quantizer's range by method with its
+// clipping, SQNR and outlier ratio, the outliers and where they sit, the sensitivity sweep.
 void write_calibration_report(const std::string& out_dir, const CalibrationResult& calibration);
+
+// An activation's max over its 99.99th percentile, both as the max and percentile-99.99
+// calibrators chose them; none when either method did not run (or the percentile is zero).
+std::optional<double> outlier_ratio(const QuantizerStats& q);
+// The report's "outliers" are activations with at least this ratio: a Gaussian's is about 1.4.
+inline constexpr double kOutlierRatio = 5;
+
+// Where a QDQBERT quantizer sits in the layer, and whether that is where the outlier
+// literature (Bondarenko et al. 2021, "Understanding and Overcoming the Challenges of
+// Efficient Transformer Quantization") finds BERT's outliers: the FFN's output and the
+// residual sum before LayerNorm.
+struct QuantizerPlace {
+    std::string description;
+    bool where_outliers_are_reported;
+};
+QuantizerPlace quantizer_place(const std::string& name);
 
 }  // namespace qdq

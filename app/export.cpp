@@ -64,6 +64,15 @@ void check_onnx_exportable(const RunConfig& config) {
                                     ": ONNX export writes weight ranges per tensor or per output row (axis 0) only");
 }
 
+bool onnx_exportable(const RunConfig& config) {
+    try {
+        check_onnx_exportable(config);
+        return true;
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+}
+
 nlohmann::json export_task_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& out_path,
                                  QdqTarget target) {
     check_onnx_exportable(config);

@@ -20,6 +20,8 @@ namespace qdq {
 // [-128, 127]: a narrow range would need a Clip, opset 13 has no other widths, and unsigned
 // ranges are not written), or weight ranges per channel over any axis but the output rows.
 void check_onnx_exportable(const RunConfig& config);
+// The same check as a yes or no.
+bool onnx_exportable(const RunConfig& config);
 
 // Builds the task's model from `config` (no data is read), loads `checkpoint` (a checkpoint,
 // model.h5, .safetensors or a Hugging Face directory), checks that every quantizer has a range,

@@ -13,6 +13,7 @@
 #include "app/export.h"
 #include "app/onnx_evaluation.h"
 #include "app/pipeline_report.h"
+#include "trainers/qat_variant.h"
 #include "json/json_file.h"
 #include "parallel/communicator.h"
 #include "trainers/run_precision.h"
@@ -76,6 +77,45 @@ std::optional<TestAndValidation> train_stage(const RunConfig& config, const char
     return TestAndValidation{test_metrics(config), final_metrics};
 }
 
+// One QAT run of the pipeline: the plain one (variant empty) or a pipeline.qat_variants entry.
+struct QatRun {
+    std::string variant, label;  // label: "QAT" or "QAT <variant>", the stage's row
+    std::string stage;           // its folder: qat or qat_<variant>
+    RunConfig config;
+};
+
+// The plain QAT run, then each variant's, all from `init` and with the budget's float set.
+std::vector<QatRun> qat_runs(const RunConfig& config, const std::string& init,
+                             const std::optional<AccuracyBudgetResult>& budget) {
+    std::vector<QatRun> runs = {{"", "QAT", "qat", qat_stage_config(config, init)}};
+    for (const QatVariant& v : config.pipeline.qat_variants) {
+        const std::string stage = "qat_" + v.name;
+        runs.push_back({v.name, "QAT " + v.name, stage, qat_stage_config(qat_variant_config(config, v), init, stage)});
+    }
+    if (budget)
+        for (QatRun& run : runs)
+            for (const std::string& pattern : exact_name_patterns(budget->float_quantizers))
+                run.config.quantization->disable.push_back(pattern);
+    return runs;
+}
+
+// The QAT run to deploy: the best by the task's metric on validation (on the test set when
+// there is none), among the runs the ONNX export can write; the plain run on a tie.
+size_t best_qat_run(const RunConfig& config, const std::vector<QatRun>& runs, const PipelineResults& results) {
+    const std::string metric = shown_metrics(results.fp32).back();
+    auto score = [&](size_t i) {
+        const Metrics& test = i == 0 ? results.qat : results.qat_variants[i - 1].test;
+        const std::optional<Metrics>& validation = i == 0 ? results.qat_validation : results.qat_variants[i - 1].validation;
+        return (validation ? *validation : test).values.at(metric);
+    };
+    size_t best = 0;
+    for (size_t i = 1; i < runs.size(); ++i) {
+        if (config.pipeline.onnx && !onnx_exportable(runs[i].config)) continue;
+        if (score(i) > score(best)) best = i;
+    }
+    return best;
+}
+
 // One model to export and evaluate in ONNX Runtime.
 struct OnnxModel {
     const RunConfig& run;  // its stage's config: the quantizers it has
@@ -89,7 +129,7 @@ struct OnnxModel {
 // PTQ checkpoint QAT started from when an accuracy budget left quantizers in float (else
 // empty): it is exported with every quantizer, for the float set's cost. The rows are kept in
 // onnx/evaluation.json, so a rerun does not repeat them.
-OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunConfig& qat, const RunConfig& calib,
+OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRun& qat, const RunConfig& calib,
                      const std::string& every, const std::string& every_method) {
     const std::string dir = config.training.output_dir + "/onnx", done = dir + "/evaluation.json";
     if (fs::exists(done)) {
@@ -110,7 +150,8 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const RunCo
     if (!every.empty()) onnx.int8_every.emplace();
     std::vector<OnnxModel> models = {
         {fp32, fp32.training.output_dir + "/model.h5", "model_fp32.onnx", "ONNX Runtime FP32", onnx.fp32},
-        {qat, qat.training.output_dir + "/model.h5", "model_int8.onnx", "ONNX Runtime INT8 (QAT, " + q_dq + ")", onnx.int8}};
+        {qat.config, qat.config.training.output_dir + "/model.h5", "model_int8.onnx", "ONNX Runtime INT8, " + q_dq,
+         onnx.int8}};
     if (!every.empty())
         models.push_back({calib, every, "model_int8_every.onnx",
                           "ONNX Runtime INT8 (PTQ " + every_method + ", every quantizer, " + q_dq + ")", *onnx.int8_every});
@@ -158,8 +199,8 @@ RunConfig calibrate_stage_config(const RunConfig& config) {
     return c;
 }
 
-RunConfig qat_stage_config(const RunConfig& config, const std::string& calibration_checkpoint) {
-    RunConfig c = stage(config, "qat");
+RunConfig qat_stage_config(const RunConfig& config, const std::string& calibration_checkpoint, const std::string& name) {
+    RunConfig c = stage(config, name);
     c.model.init = calibration_checkpoint;
     if (c.distillation && c.distillation->teacher.empty())
         c.distillation->teacher = fs::absolute(fp32_stage_config(config).training.output_dir + "/model.h5").string();
@@ -207,20 +248,25 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
         results.budget = budget_stage(calib, results.calibration, results.qat_from, *config.pipeline.accuracy_budget);
         qat_init = results.budget->checkpoint;
     }
-    RunConfig qat = qat_stage_config(config, qat_init);
-    if (results.budget)
-        for (const std::string& pattern : exact_name_patterns(results.budget->float_quantizers))
-            qat.quantization->disable.push_back(pattern);
-    std::optional<TestAndValidation> qat_metrics = train_stage(qat, "qat");
-    if (!qat_metrics) return {false, results};
-    results.qat = qat_metrics->test;
-    results.qat_validation = qat_metrics->validation;
+    const std::vector<QatRun> qats = qat_runs(config, qat_init, results.budget);
+    for (const QatRun& run : qats) {
+        std::optional<TestAndValidation> metrics = train_stage(run.config, run.stage.c_str());
+        if (!metrics) return {false, results};
+        if (&run == &qats.front()) {
+            results.qat = metrics->test;
+            results.qat_validation = metrics->validation;
+        } else {
+            results.qat_variants.push_back({run.variant, metrics->test, metrics->validation});
+        }
+    }
+    const QatRun& deployed = qats[best_qat_run(config, qats, results)];
+    results.deployed_qat = deployed.label;
 
     // The deployed models run in ONNX Runtime on rank 0 alone, which also writes the report.
     if (world().is_root()) {
         if (config.pipeline.onnx) {
             const bool float_set = results.budget && !results.budget->float_quantizers.empty();
-            results.onnx = onnx_stage(config, fp32, qat, calib, float_set ? method->checkpoint : "", results.qat_from);
+            results.onnx = onnx_stage(config, fp32, deployed, calib, float_set ? method->checkpoint : "", results.qat_from);
         }
         write_pipeline_report(config, results);
     }

@@ -5,6 +5,8 @@
 // section (run_config.h). Every stage writes its own folder under training.output_dir and is
 // skipped when its result is there, so a rerun after an interruption goes on where it stopped:
 //   fp32/        the FP32 run                     qat/    the QAT run
+//   qat_<name>/  each pipeline.qat_variants run, from the same calibration as qat/; the INT8
+//                export is of the best QAT run on validation
 //   calibrate/   calibrate's output (app/calibrate.h)
 //   onnx/        model_fp32.onnx, model_int8.onnx (pipeline.onnx_target) and evaluation.json:
 //                both run in ONNX Runtime on the evaluation set (app/onnx_evaluation.h)
@@ -29,6 +31,8 @@ PipelineOutcome run_pipeline(const RunConfig& config);
 // keeps the distillation section; without a teacher of its own, it learns from fp32/model.h5.
 RunConfig fp32_stage_config(const RunConfig& config);
 RunConfig calibrate_stage_config(const RunConfig& config);
-RunConfig qat_stage_config(const RunConfig& config, const std::string& calibration_checkpoint);
+// A QAT variant's stage (trainers/qat_variant.h) is qat_stage_config of its config, named qat_<variant>.
+RunConfig qat_stage_config(const RunConfig& config, const std::string& calibration_checkpoint,
+                           const std::string& name = "qat");
 
 }  // namespace qdq

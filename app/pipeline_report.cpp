@@ -57,7 +57,19 @@ std::string float_set_latency_sentence(const PipelineResults& results) {
            " ms with every quantizer in INT8.";
 }
 
+// Which QAT run the INT8 export is of, when there was a choice.
+std::string deployed_sentence(const PipelineResults& results) {
+    if (results.qat_variants.empty()) return "";
+    return "The INT8 export is of " + results.deployed_qat +
+           ", the best QAT run on the metric where choices are made (among those ONNX can hold). ";
+}
+
 }  // namespace
+
+std::vector<std::string> qat_stage_names(const PipelineResults& results, std::vector<std::string> names) {
+    for (const QatVariantResult& v : results.qat_variants) names.push_back("qat_" + v.name);
+    return names;
+}
 
 std::string budget_sentence(const PipelineResults& results) {
     if (!results.budget) return "";
@@ -85,14 +97,14 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
     std::vector<std::string> labels;
     std::vector<double> values;
     for (const PipelineRow& row : pipeline_rows(results)) {
-        md += "| " + row.model + " |";
+        md += "| " + row_label(row) + " |";
         for (const std::string& m : metrics) {
             const double v = percent(row.metrics, m), base = percent(results.fp32, m);
             md += " " + fixed(v, 2) + " | " + (row.model == "FP32" ? "" : (v >= base ? "+" : "") + fixed(v - base, 2)) + " |";
         }
         md += " " + (row.latency_ms ? fixed(*row.latency_ms, 1) : std::string()) + " | " +
               (row.ms_per_example ? fixed(*row.ms_per_example, 2) : std::string()) + " |\n";
-        labels.push_back(row.model);
+        labels.push_back(row_label(row));
         values.push_back(percent(row.metrics, metrics.back()));
     }
     const CalibrationCost& c = results.calibration.cost;
@@ -103,14 +115,18 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
           " training examples, collecting at " + fixed(c.collect_ratio, 2) +
           "x the CPU time of a plain pass over them. QAT from the " + results.qat_from +
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
-          " of the FP32 learning rate. " + choices_sentence(config, results) + budget_sentence(results) +
+          " of the FP32 learning rate. " + deployed_sentence(results) + choices_sentence(config, results) +
+          budget_sentence(results) +
           " Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
           "\n![" + metrics.back() + " by stage](plots/metric_by_stage.svg)\n![FP32 training](plots/fp32_loss.svg)\n"
           "![QAT training](plots/qat_loss.svg)\n";
+    for (const QatVariantResult& v : results.qat_variants)
+        md += "![QAT " + v.name + " training](plots/qat_" + v.name + "_loss.svg)\n";
     std::ofstream out(dir + "/results.md", std::ios::trunc);
     out << md;
     if (!out) throw std::runtime_error(dir + "/results.md: cannot write");
-    for (const char* stage : {"fp32", "qat"}) write_training_curves(dir + "/" + stage, dir + "/plots/" + stage);
+    for (const std::string& stage : qat_stage_names(results, {"fp32", "qat"}))
+        write_training_curves(dir + "/" + stage, dir + "/plots/" + stage);
     write_svg(dir + "/plots/metric_by_stage.svg", svg_bar_chart(metrics.back() + " by stage", metrics.back() + " (%)", labels, values));
 }
 

@@ -1,8 +1,9 @@
 // The table of a pipeline run (app/pipeline.h): results.json (app/pipeline_results.h) and
-// results.md, one row per model (pipeline_rows) — FP32, PTQ by each calibration method, QAT, and the ONNX Runtime evaluations when there are — in the task's own metrics
-// (accuracy in %, or SQuAD exact match and F1), with the change from FP32 and, for ONNX, latency.
-// plots/metric_by_stage.svg shows the main metric of each row; plots/{fp32,qat}_{loss,eval}.svg
-// the two training runs' curves.
+// results.md, one row per model (pipeline_rows) — FP32, PTQ by each calibration method, QAT
+// and its variants, and the ONNX Runtime evaluations when there are — in the task's own
+// metrics (accuracy in %, or SQuAD exact match and F1), with the change from FP32 and, for
+// ONNX, latency. plots/metric_by_stage.svg shows the main metric of each row;
+// plots/<stage>_{loss,eval}.svg each training run's curves (fp32, qat, qat_<variant>).
 #pragma once
 
 #include <string>
@@ -22,6 +23,8 @@ double percent(const Metrics& metrics, const std::string& name);
 // The report's sentence on the accuracy budget: what stayed in float, how far below FP32 that
 // left PTQ, and with the ONNX stage what the float set costs in latency. Empty without a budget.
 std::string budget_sentence(const PipelineResults& results);
+// `names`, then the stage folder of each QAT variant (qat_<variant>).
+std::vector<std::string> qat_stage_names(const PipelineResults& results, std::vector<std::string> names);
 // `v` with `digits` decimals, as the tables print numbers.
 std::string fixed(double v, int digits);
 

@@ -18,20 +18,46 @@ void add_prefixed(Metrics& summary, const std::string& prefix, const Metrics& me
     }
 }
 
+std::vector<QatVariantResult> qat_variants_from_json(const json& list, const std::string& source) {
+    if (!list.is_array()) throw std::runtime_error(source + ": 'qat_variants' must be a list");
+    std::vector<QatVariantResult> variants;
+    for (size_t i = 0; i < list.size(); ++i) {
+        const std::string path = "qat_variants[" + std::to_string(i) + "]";
+        JsonFields f(list[i], path, source);
+        QatVariantResult v;
+        read_required(f, "name", v.name);
+        v.test = metrics_from_json(required_section(f, "test"), path + ".test", source);
+        v.validation = optional_metrics(f, "validation");
+        f.finish();
+        variants.push_back(v);
+    }
+    return variants;
+}
+
 }  // namespace
 
 std::vector<PipelineRow> pipeline_rows(const PipelineResults& r) {
-    std::vector<PipelineRow> rows = {{"FP32", r.fp32, {}, {}}};
-    for (const CalibratedMethod& m : r.calibration.methods) rows.push_back({"PTQ " + m.name, m.metrics, {}, {}});
+    std::vector<PipelineRow> rows = {{"FP32", "", r.fp32, {}, {}}};
+    for (const CalibratedMethod& m : r.calibration.methods) rows.push_back({"PTQ " + m.name, "", m.metrics, {}, {}});
     if (r.budget)
         rows.push_back({"PTQ " + r.budget->method + " within " + fixed(r.budget->budget, 2) + " points (" +
                             std::to_string(r.budget->float_quantizers.size()) + " quantizers in float)",
-                        r.budget->metrics, {}, {}});
-    rows.push_back({"QAT (from " + r.qat_from + ")", r.qat, {}, {}});
-    if (r.onnx)
-        for (const OnnxEvaluation* e : {&r.onnx->fp32, &r.onnx->int8, r.onnx->int8_every ? &*r.onnx->int8_every : nullptr})
-            if (e) rows.push_back({e->model, e->metrics, e->latency_ms, e->ms_per_example});
+                        "", r.budget->metrics, {}, {}});
+    rows.push_back({"QAT", r.qat_from, r.qat, {}, {}});
+    for (const QatVariantResult& v : r.qat_variants) rows.push_back({"QAT " + v.name, r.qat_from, v.test, {}, {}});
+    if (r.onnx) {
+        const OnnxEvaluation& fp32 = r.onnx->fp32;
+        const OnnxEvaluation& int8 = r.onnx->int8;
+        rows.push_back({fp32.model, "", fp32.metrics, fp32.latency_ms, fp32.ms_per_example});
+        rows.push_back({int8.model, r.deployed_qat, int8.metrics, int8.latency_ms, int8.ms_per_example});
+        if (const std::optional<OnnxEvaluation>& e = r.onnx->int8_every)
+            rows.push_back({e->model, "", e->metrics, e->latency_ms, e->ms_per_example});
+    }
     return rows;
+}
+
+std::string row_label(const PipelineRow& row) {
+    return row.from.empty() ? row.model : row.model + " (from " + row.from + ")";
 }
 
 Metrics pipeline_summary(const PipelineResults& r) {
@@ -39,6 +65,7 @@ Metrics pipeline_summary(const PipelineResults& r) {
     add_prefixed(summary, "fp32_", r.fp32);
     if (const CalibratedMethod* m = find_method(r.calibration, r.qat_from)) add_prefixed(summary, "ptq_", m->metrics);
     add_prefixed(summary, "qat_", r.qat);
+    for (const QatVariantResult& v : r.qat_variants) add_prefixed(summary, "qat_" + v.name + "_", v.test);
     if (r.onnx) {
         add_prefixed(summary, "onnx_fp32_", r.onnx->fp32.metrics);
         add_prefixed(summary, "onnx_int8_", r.onnx->int8.metrics);
@@ -76,6 +103,15 @@ json pipeline_results_to_json(const PipelineResults& r) {
     if (r.budget) j["accuracy_budget"] = accuracy_budget_to_json(*r.budget);
     if (r.fp32_validation) j["fp32_validation"] = metrics_to_json(*r.fp32_validation);
     if (r.qat_validation) j["qat_validation"] = metrics_to_json(*r.qat_validation);
+    if (!r.qat_variants.empty()) {
+        json& variants = j["qat_variants"] = json::array();
+        for (const QatVariantResult& v : r.qat_variants) {
+            json entry = {{"name", v.name}, {"test", metrics_to_json(v.test)}};
+            if (v.validation) entry["validation"] = metrics_to_json(*v.validation);
+            variants.push_back(entry);
+        }
+        j["deployed_qat"] = r.deployed_qat;
+    }
     if (r.onnx) j["onnx"] = onnx_stage_to_json(*r.onnx);
     return j;
 }
@@ -90,6 +126,11 @@ PipelineResults pipeline_results_from_json(const json& j, const std::string& sou
     r.qat = metrics_from_json(required_section(f, "qat"), "qat", source);
     r.fp32_validation = optional_metrics(f, "fp32_validation");
     r.qat_validation = optional_metrics(f, "qat_validation");
+    if (f.has("qat_variants")) {
+        f.ignore("qat_variants");
+        r.qat_variants = qat_variants_from_json(j.at("qat_variants"), source);
+        read_required(f, "deployed_qat", r.deployed_qat);
+    }
     if (f.has("accuracy_budget"))
         r.budget = accuracy_budget_from_json(f.section("accuracy_budget"), f.path_of("accuracy_budget"), source);
     if (f.has("onnx")) {

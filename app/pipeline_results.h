@@ -26,6 +26,13 @@ struct OnnxStage {
     std::optional<OnnxEvaluation> int8_every{};
 };
 
+// A QAT variant's final model (pipeline.qat_variants, trainers/qat_variant.h).
+struct QatVariantResult {
+    std::string name{};
+    Metrics test{};
+    std::optional<Metrics> validation{};
+};
+
 struct PipelineResults {
     // The run config as run_config_to_json writes it. It is kept as written, not parsed: parsing
     // checks that the data files exist, and a sweep's report reads runs made elsewhere.
@@ -39,22 +46,30 @@ struct PipelineResults {
     std::string qat_from{};           // the calibration method QAT started from
     Metrics qat{};                    // the QAT run's final evaluation
     std::optional<Metrics> qat_validation{};
+    std::vector<QatVariantResult> qat_variants{};  // in the config's order
+    std::string deployed_qat{"QAT"};  // the QAT run exported to ONNX: "QAT" or "QAT <variant>"
     std::optional<OnnxStage> onnx{};  // with pipeline.onnx
 };
 
 // One row of the results table.
 struct PipelineRow {
-    std::string model{};  // "FP32", "PTQ max", "QAT (from max)", "ONNX Runtime FP32", ...
+    std::string model{};  // "FP32", "PTQ max", "QAT", "QAT lsq", "ONNX Runtime FP32", ...
+    // What a row was made from: the calibration method of a QAT row, the QAT run of the INT8
+    // export; shown as "QAT (from max)". Sweeps gather it over their runs.
+    std::string from{};
     Metrics metrics{};
     std::optional<double> latency_ms{}, ms_per_example{};  // the ONNX Runtime rows
 };
 
-// FP32, PTQ by each calibration method, PTQ within the accuracy budget when there is one, QAT,
-// then the ONNX Runtime evaluations when there are.
+// FP32, PTQ by each calibration method, PTQ within the accuracy budget when there is one, QAT
+// and its variants, then the ONNX Runtime evaluations when there are.
 std::vector<PipelineRow> pipeline_rows(const PipelineResults& results);
+// The row's name in a table: its model, and what it was made from in parentheses.
+std::string row_label(const PipelineRow& row);
 
 // Every stage's metrics in one flat map, for sweeps over pipelines (app/sweep.h): fp32_<metric>,
-// ptq_<metric> (of the method QAT started from), qat_<metric>, and with ONNX onnx_fp32_<metric>,
+// ptq_<metric> (of the method QAT started from), qat_<metric>, qat_<variant>_<metric> for each
+// variant, and with ONNX onnx_fp32_<metric>,
 // onnx_int8_<metric>, onnx_fp32_latency_ms and onnx_int8_latency_ms.
 Metrics pipeline_summary(const PipelineResults& results);
 

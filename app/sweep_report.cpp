@@ -48,7 +48,7 @@ double mean(const std::vector<double>& xs) {
 // One row of the stage table, gathered over the runs of a group.
 struct StageRow {
     std::string model;
-    std::vector<std::string> qat_from;               // the calibration each run's QAT started from
+    std::vector<std::string> from;                   // each run's row's PipelineRow::from
     std::vector<std::vector<double>> value, change;  // per shown metric: each run's %, and − FP32
     std::vector<double> latency_ms, ms_per_example;
 };
@@ -87,22 +87,20 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
         if (metrics.empty()) metrics = shown_metrics(results.fp32);
         const std::string run_name = fs::path(run->dir).filename().string();
         done.push_back(run_name + " (seed " + std::to_string(run_seed(results, file.string())) + ")");
-        for (const char* stage : {"fp32", "qat"}) {
+        for (const std::string& stage : qat_stage_names(results, {"fp32", "qat"})) {
             const std::string prefix = sweep.results_dir + "/plots/" + run_name + "_" + stage;
             write_training_curves(run->dir + "/" + stage, prefix);
             curves.push_back("[" + run_name + " " + stage + "](plots/" + run_name + "_" + stage + "_loss.svg)");
         }
         for (const PipelineRow& row : pipeline_rows(results)) {
-            std::string model = row.model;
-            const bool qat = model.rfind("QAT", 0) == 0;
-            if (qat) model = "QAT";
+            const std::string& model = row.model;
             auto it = std::find_if(rows.begin(), rows.end(), [&](const StageRow& r) { return r.model == model; });
             if (it == rows.end()) {
                 rows.push_back({model, {}, std::vector<std::vector<double>>(metrics.size()),
                                 std::vector<std::vector<double>>(metrics.size()), {}, {}});
                 it = rows.end() - 1;
             }
-            if (qat) it->qat_from.push_back(results.qat_from);
+            if (!row.from.empty()) it->from.push_back(row.from);
             for (size_t m = 0; m < metrics.size(); ++m) {
                 it->value[m].push_back(percent(row.metrics, metrics[m]));
                 it->change[m].push_back(it->value[m].back() - percent(results.fp32, metrics[m]));
@@ -125,11 +123,11 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
     std::vector<double> values;
     for (StageRow& r : rows) {
         std::string model = r.model;
-        if (!r.qat_from.empty()) {
-            std::sort(r.qat_from.begin(), r.qat_from.end());
-            r.qat_from.erase(std::unique(r.qat_from.begin(), r.qat_from.end()), r.qat_from.end());
+        if (!r.from.empty()) {
+            std::sort(r.from.begin(), r.from.end());
+            r.from.erase(std::unique(r.from.begin(), r.from.end()), r.from.end());
             model += " (from ";
-            for (size_t i = 0; i < r.qat_from.size(); ++i) model += (i ? ", " : "") + r.qat_from[i];
+            for (size_t i = 0; i < r.from.size(); ++i) model += (i ? ", " : "") + r.from[i];
             model += ")";
         }
         md += "| " + model + " |";

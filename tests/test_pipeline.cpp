@@ -90,7 +90,9 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     nlohmann::json raw = tiny_config(dir, "pipe");
     raw["model"] = {{"init", (dir.path() / "pretrained" / "model.h5").string()}};
     raw["quantization"] = {{"calibration_examples", 16}};
-    raw["pipeline"] = {{"calibration", "percentile-99.99"}, {"qat_learning_rate_ratio", 0.05}};
+    raw["pipeline"] = {{"calibration", "percentile-99.99"},
+                       {"qat_learning_rate_ratio", 0.05},
+                       {"qat_variants", {{"kd", {{"distillation.alpha", 0.5}, {"distillation.temperature", 2}}}}}};
     RunConfig config = parse_run_config(raw, "pipe.json", ".");
 
     RunConfig qat = qat_stage_config(config, "x.h5");
@@ -107,7 +109,8 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
                              "qat/model.h5", "onnx/model_fp32.onnx", "onnx/model_int8.onnx", "onnx/evaluation.json", "results.json",
                              "results.md", "plots/metric_by_stage.svg", "plots/fp32_loss.svg",
                              "fp32/test_results.json", "qat/test_results.json",
-                             "plots/fp32_eval.svg", "plots/qat_loss.svg"})
+                             "plots/fp32_eval.svg", "plots/qat_loss.svg", "qat_kd/model.h5", "qat_kd/test_results.json",
+                             "plots/qat_kd_loss.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
     EXPECT_EQ(first.results.qat_from, "percentile-99.99");
     // Choices on validation (pipeline.validation_fraction 0.1 of 64 examples: 6), numbers on test.
@@ -129,29 +132,47 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     // QAT started from the calibrated checkpoint: its config names it.
     EXPECT_EQ(load_checkpoint(list_checkpoints((out / "qat").string()).back()).config["model"]["init"],
               (out / "calibrate" / "percentile-99.99" / "model.h5").string());
+    // The variant started from the same calibration as QAT and learned from the FP32 model.
+    const nlohmann::json kd_config = load_checkpoint(list_checkpoints((out / "qat_kd").string()).back()).config;
+    EXPECT_EQ(kd_config["model"]["init"], (out / "calibrate" / "percentile-99.99" / "model.h5").string());
+    EXPECT_EQ(kd_config["distillation"]["alpha"], 0.5);
+    EXPECT_EQ(fs::path(kd_config["distillation"]["teacher"].get<std::string>()),
+              fs::absolute(out / "fp32" / "model.h5"));
+    ASSERT_EQ(first.results.qat_variants.size(), 1u);
+    const QatVariantResult& kd = first.results.qat_variants[0];
+    EXPECT_EQ(kd.name, "kd");
+    ASSERT_TRUE(kd.validation);
+    EXPECT_EQ(kd.test.values.at("eval_examples"), 32);
+    // The export is of the better QAT run on validation, the plain one on a tie.
+    const bool kd_better = kd.validation->values.at("accuracy") > first.results.qat_validation->values.at("accuracy");
+    EXPECT_EQ(first.results.deployed_qat, kd_better ? "QAT kd" : "QAT");
+    const Metrics& deployed = kd_better ? kd.test : first.results.qat;
+
     const std::vector<PipelineRow> rows = pipeline_rows(first.results);
-    ASSERT_EQ(rows.size(), 10u);  // FP32, six PTQ methods, QAT, the two ONNX models
-    EXPECT_EQ(rows[0].model, "FP32");
-    EXPECT_EQ(rows[7].model, "QAT (from percentile-99.99)");
-    EXPECT_EQ(rows[8].model, "ONNX Runtime FP32");
-    EXPECT_EQ(rows[9].model, "ONNX Runtime INT8 (QAT, onnxruntime-cpu Q/DQ)");
+    ASSERT_EQ(rows.size(), 11u);  // FP32, six PTQ methods, QAT and its variant, the two ONNX models
+    EXPECT_EQ(row_label(rows[0]), "FP32");
+    EXPECT_EQ(row_label(rows[7]), "QAT (from percentile-99.99)");
+    EXPECT_EQ(row_label(rows[8]), "QAT kd (from percentile-99.99)");
+    EXPECT_EQ(rows[8].metrics, kd.test);
+    EXPECT_EQ(row_label(rows[9]), "ONNX Runtime FP32");
+    EXPECT_EQ(row_label(rows[10]), "ONNX Runtime INT8, onnxruntime-cpu Q/DQ (from " + first.results.deployed_qat + ")");
     // The float export computes what the framework does to float rounding; the Q/DQ one may move
     // an example whose logits are close, one quantum apart in a range (test_onnx_tasks.cpp).
     const std::map<std::string, double>& fp32 = first.results.fp32.values;
-    const std::map<std::string, double>& qat_metrics = first.results.qat.values;
-    const std::map<std::string, double>& onnx_fp32 = rows[8].metrics.values;
-    const std::map<std::string, double>& onnx_int8 = rows[9].metrics.values;
+    const std::map<std::string, double>& qat_metrics = deployed.values;
+    const std::map<std::string, double>& onnx_fp32 = rows[9].metrics.values;
+    const std::map<std::string, double>& onnx_int8 = rows[10].metrics.values;
     EXPECT_DOUBLE_EQ(onnx_fp32.at("accuracy"), fp32.at("accuracy"));
     EXPECT_NEAR(onnx_fp32.at("eval_loss"), fp32.at("eval_loss"), 1e-5);
     EXPECT_NEAR(onnx_int8.at("accuracy"), qat_metrics.at("accuracy"), 1.0 / 32 + 1e-9);
     EXPECT_NEAR(onnx_int8.at("eval_loss"), qat_metrics.at("eval_loss"), 0.05);
-    for (size_t r : {8u, 9u}) {
+    for (size_t r : {9u, 10u}) {
         ASSERT_TRUE(rows[r].latency_ms && rows[r].ms_per_example);
         EXPECT_GT(*rows[r].latency_ms, 0.0);
         EXPECT_GT(*rows[r].ms_per_example, 0.0);
     }
     const Metrics summary = pipeline_summary(first.results);
-    for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy", "onnx_fp32_accuracy",
+    for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy", "qat_kd_accuracy", "onnx_fp32_accuracy",
                             "onnx_int8_accuracy", "onnx_int8_latency_ms"})
         EXPECT_TRUE(summary.values.count(key)) << key;
     // results.json reads back to what the run returned (dumped: JSON writes infinity as null).

@@ -227,7 +227,7 @@ TEST(OnnxEvaluationFile, HoldsAThirdModelAfterABudgetAndTheReportGivesTheFloatSe
                                     .float_quantizers = {"a._input_quantizer", "b._weight_quantizer"}};
     const std::vector<PipelineRow> rows = pipeline_rows(r);
     ASSERT_EQ(rows.size(), 8u);  // FP32, two PTQ, PTQ within the budget, QAT, three ONNX models
-    EXPECT_EQ(rows[4].model, "QAT (from max)");
+    EXPECT_EQ(row_label(rows[4]), "QAT (from max)");
     EXPECT_EQ(rows[7].model, "ONNX Runtime INT8 (PTQ max, every quantizer, onnxruntime-cpu Q/DQ)");
     EXPECT_EQ(rows[7].latency_ms, 0.5);
     EXPECT_EQ(pipeline_summary(r).values.at("onnx_int8_every_latency_ms"), 0.5);
@@ -270,10 +270,26 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
     const std::vector<PipelineRow> rows = pipeline_rows(read);
     ASSERT_EQ(rows.size(), 6u);  // FP32, PTQ max, PTQ entropy, QAT, both ONNX models
     EXPECT_EQ(rows[2].model, "PTQ entropy");
-    EXPECT_EQ(rows[3].model, "QAT (from max)");
+    EXPECT_EQ(row_label(rows[3]), "QAT (from max)");
+    EXPECT_EQ(row_label(rows[5]), "ONNX Runtime INT8 (QAT, onnxruntime-cpu Q/DQ) (from QAT)");
     EXPECT_FALSE(rows[3].latency_ms);
     EXPECT_EQ(rows[5].latency_ms, 0.75);
     EXPECT_EQ(rows[5].ms_per_example, 0.25);
+
+    // A QAT variant: its own row and summary entries, and the export's row says which run it is of.
+    PipelineResults variant = written;
+    variant.qat_variants = {{"lsq", classification_metrics(0.9375), classification_metrics(0.75)}};
+    variant.deployed_qat = "QAT lsq";
+    const nlohmann::json with_variant = pipeline_results_to_json(variant);
+    EXPECT_EQ(pipeline_results_to_json(pipeline_results_from_json(with_variant, path)), with_variant);
+    EXPECT_EQ(with_variant["summary"]["qat_lsq_accuracy"], 0.9375);
+    const std::vector<PipelineRow> variant_rows = pipeline_rows(pipeline_results_from_json(with_variant, path));
+    ASSERT_EQ(variant_rows.size(), 7u);
+    EXPECT_EQ(row_label(variant_rows[4]), "QAT lsq (from max)");
+    EXPECT_EQ(variant_rows[6].from, "QAT lsq");
+    nlohmann::json undeployed = with_variant;
+    undeployed.erase("deployed_qat");
+    expect_error([&] { pipeline_results_from_json(undeployed, path); }, {path, "deployed_qat"});
 
     // Without the ONNX stage: no "onnx" key, no ONNX rows or summary entries.
     PipelineResults no_onnx = written;

@@ -194,10 +194,13 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
         results.calibration.best = "max";
         results.qat_from = r == 1 ? "entropy" : "max";
         results.qat = {{{"accuracy", table[r][2]}, {"eval_examples", 100}}, {"eval_examples"}};
+        // A variant 1 point above QAT; odd runs deployed it.
+        results.qat_variants = {{"kd", {{{"accuracy", table[r][2] + 0.01}, {"eval_examples", 100}}, {"eval_examples"}}, {}}};
+        results.deployed_qat = r % 2 ? "QAT kd" : "QAT";
         results.onnx = OnnxStage{{"ONNX Runtime FP32", run + "/onnx/model_fp32.onnx", results.fp32, 4.0, 20.0 + (double)r, 0},
                                  {"ONNX Runtime INT8", run + "/onnx/model_int8.onnx", accuracy(table[r][3]), 2.0,
                                   10.0 + (double)r, 0}};
-        for (const char* stage : {"fp32", "qat"}) {
+        for (const char* stage : {"fp32", "qat", "qat_kd"}) {
             fs::create_directories(fs::path(run) / stage);
             std::ofstream(fs::path(run) / stage / "metrics.jsonl")
                 << "{\"step\":1,\"loss\":0.7}\n{\"step\":2,\"loss\":0.5,\"eval_accuracy\":0.8}\n";
@@ -216,8 +219,10 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     EXPECT_NE(md.find("| FP32 | 82.00 ± 2.83 |  |"), std::string::npos) << md;
     EXPECT_NE(md.find("| PTQ max | 71.00 ± 1.41 | -11.00 ± 1.41 |"), std::string::npos) << md;
     EXPECT_NE(md.find("| QAT (from entropy, max) | 80.00 ± 1.41 | -2.00 ± 1.41 |"), std::string::npos) << md;
-    EXPECT_NE(md.find("| ONNX Runtime INT8 | 79.50 ± 0.71 | -2.50 ± 2.12 | 10.5 ± 0.7 | 2.00 ± 0.00 |"),
+    EXPECT_NE(md.find("| QAT kd (from entropy, max) | 81.00 ± 1.41 | -1.00 ± 1.41 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("| ONNX Runtime INT8 (from QAT, QAT kd) | 79.50 ± 0.71 | -2.50 ± 2.12 | 10.5 ± 0.7 | 2.00 ± 0.00 |"),
               std::string::npos) << md;
+    EXPECT_NE(md.find("plots/run-000_qat_kd_loss.svg"), std::string::npos) << md;
     // lr 2e-4: equal runs, std 0.
     EXPECT_NE(md.find("| PTQ max | 60.00 ± 0.00 | -30.00 ± 0.00 |"), std::string::npos) << md;
     EXPECT_NE(md.find("## Runs"), std::string::npos);
@@ -225,7 +230,7 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     const std::string header = md.substr(md.find("| run |"), md.find('\n', md.find("| run |")) - md.find("| run |"));
     EXPECT_EQ(header.rfind("| run | training.learning_rate | training.seed | qat_accuracy |", 0), 0u) << md;
     EXPECT_EQ(header.find("eval_examples"), std::string::npos) << header;
-    EXPECT_NE(md.find("The same in every run: qat_eval_examples 100.\n"), std::string::npos) << md;
+    EXPECT_NE(md.find("The same in every run: qat_eval_examples 100, qat_kd_eval_examples 100.\n"), std::string::npos) << md;
     for (const char* file : {"plots/group-0_metric_by_stage.svg", "plots/group-1_metric_by_stage.svg",
                              "plots/run-003_qat_loss.svg", "plots/run-000_fp32_eval.svg", "results.json"})
         EXPECT_TRUE(fs::exists(dir.path() / "tables" / file)) << file;

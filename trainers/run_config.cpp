@@ -9,10 +9,29 @@
 #include "data/document_slice.h"
 #include "json/json_fields.h"
 #include "json/json_file.h"
+#include "trainers/qat_variant.h"
 
 namespace qdq {
 
 namespace fs = std::filesystem;
+
+void set_config_key(nlohmann::json& raw, const std::string& key, const nlohmann::json& value, const std::string& what) {
+    nlohmann::json* node = &raw;
+    size_t start = 0;
+    while (true) {
+        size_t dot = key.find('.', start);
+        std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        if (part.empty()) throw std::runtime_error(what + ": bad key '" + key + "'");
+        if (!node->is_object()) throw std::runtime_error(what + ": '" + key + "' is not inside an object");
+        if (dot == std::string::npos) {
+            (*node)[part] = value;
+            return;
+        }
+        node = &(*node)[part];
+        if (node->is_null()) *node = nlohmann::json::object();
+        start = dot + 1;
+    }
+}
 
 namespace {
 
@@ -28,21 +47,7 @@ void apply_override(nlohmann::json& raw, const std::string& assignment, const st
     std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
     nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
     if (value.is_discarded()) value = text;  // a bare word is a string
-    nlohmann::json* node = &raw;
-    size_t start = 0;
-    while (true) {
-        size_t dot = key.find('.', start);
-        std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-        if (part.empty()) throw std::runtime_error("--set: bad key '" + key + "'");
-        if (!node->is_object()) throw std::runtime_error(source + ": --set " + key + ": not inside an object");
-        if (dot == std::string::npos) {
-            (*node)[part] = value;
-            return;
-        }
-        node = &(*node)[part];
-        if (node->is_null()) *node = nlohmann::json::object();
-        start = dot + 1;
-    }
+    set_config_key(raw, key, value, source + ": --set " + key);
 }
 
 void check_positive(const JsonFields& f, const char* key, double v) {
@@ -220,6 +225,10 @@ PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const st
     if (p.onnx_threads < 0) pipeline.fail("onnx_threads", "must not be negative");
     pipeline.read_choice("sensitivity", p.sensitivity, kSensitivityNames);
     pipeline.read("validation_fraction", p.validation_fraction);
+    if (pipeline.has("qat_variants")) {
+        pipeline.ignore("qat_variants");
+        p.qat_variants = parse_qat_variants(section.at("qat_variants"), source);
+    }
     if (!(p.validation_fraction >= 0 && p.validation_fraction < 1)) pipeline.fail("validation_fraction", "must be in [0, 1)");
     if (pipeline.has("accuracy_budget") && !section.at("accuracy_budget").is_null()) {
         double budget = 0;
@@ -275,6 +284,9 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     }
     c.pipeline = parse_pipeline_settings(root.section("pipeline"), source);
     root.finish();
+    c.raw = raw;
+    c.base_dir = base_dir;
+    for (const QatVariant& v : c.pipeline.qat_variants) qat_variant_config(c, v);  // errors now, not after FP32
     return c;
 }
 
@@ -376,6 +388,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
                      {"sensitivity", name_of_choice(p.sensitivity, kSensitivityNames)},
                      {"validation_fraction", p.validation_fraction},
                      {"accuracy_budget", p.accuracy_budget ? nlohmann::json(*p.accuracy_budget) : nlohmann::json()}};
+    if (!p.qat_variants.empty()) j["pipeline"]["qat_variants"] = qat_variants_to_json(p.qat_variants);
     return j;
 }
 

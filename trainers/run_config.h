@@ -35,7 +35,9 @@
 //               made on that validation set and eval_files, the test set, is only reported; 0
 //               chooses on the test set as before), accuracy_budget (points the PTQ model may
 //               lose; beyond them the most sensitive quantizers stay in float, for QAT and the
-//               export too: app/accuracy_budget.h) — app/pipeline.h
+//               export too: app/accuracy_budget.h), qat_variants (more QAT runs from the same
+//               calibrated model, each named and setting training, quantization or
+//               distillation keys: trainers/qat_variant.h) — app/pipeline.h
 // "base": a config file (path relative to this one) whose keys this file overrides, key by key
 // as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
 // QAT config is its FP32 config plus a quantization section and a few training keys.
@@ -145,6 +147,13 @@ enum class Sensitivity { none, layers, quantizers };
 inline constexpr std::pair<const char*, Sensitivity> kSensitivityNames[] = {
     {"none", Sensitivity::none}, {"layers", Sensitivity::layers}, {"quantizers", Sensitivity::quantizers}};
 
+// A QAT run beside the pipeline's own, from the same calibrated model: its name (a folder
+// name) and the keys it sets, dotted as --set takes them, e.g. {"distillation.alpha": 0.5}.
+struct QatVariant {
+    std::string name;
+    nlohmann::json settings;
+};
+
 struct PipelineSettings {
     double qat_learning_rate_ratio = 0.1;
     double qat_num_train_epochs = 0;  // 0: as the FP32 run
@@ -159,6 +168,7 @@ struct PipelineSettings {
     // Points of the task's metric the quantized model may lose against FP32 before quantizers
     // are left in float (app/accuracy_budget.h); none: every quantizer stays.
     std::optional<double> accuracy_budget;
+    std::vector<QatVariant> qat_variants;
 };
 
 // Knowledge distillation from a teacher model (trainers/distillation.h).
@@ -176,7 +186,15 @@ struct RunConfig {
     std::optional<DistillationSettings> distillation;
     PipelineSettings pipeline;
     std::string source;           // the file it came from
+    // The JSON it was parsed from (base files merged, overrides applied) and the folder its
+    // relative paths are resolved against: a QAT variant's config is this JSON with its keys set.
+    nlohmann::json raw;
+    std::string base_dir;
 };
+
+// Sets `key` ("section.name", nested as deep as its dots) in a config's raw JSON, creating the
+// objects on the way; `what` names the setting in errors.
+void set_config_key(nlohmann::json& raw, const std::string& key, const nlohmann::json& value, const std::string& what);
 
 // Applies each "dotted.key=value" override (value parsed as JSON, else taken as a string)
 // to the raw JSON before it is read, so overrides are checked like the file itself.

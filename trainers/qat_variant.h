@@ -1,0 +1,33 @@
+// QAT variants: more QAT runs in one pipeline (pipeline.qat_variants), each from the same
+// calibrated model as the plain QAT run, so that a table compares QAT, QAT with distillation
+// and QAT with learned step sizes without training the FP32 model and calibrating once per row.
+//
+//   "pipeline": {"qat_variants": {
+//       "distillation": {"distillation.temperature": 2, "distillation.alpha": 0.5},
+//       "lsq": {"quantization.input.learn_step_size": true, "quantization.weight.learn_step_size": true}}}
+//
+// A variant's name is its stage's folder (qat_<name>) and its row's label (QAT <name>); its keys
+// are dotted as --set takes them, and only training, quantization and distillation keys are
+// allowed: the FP32 model and the calibration are shared, so the model and data are too. Each
+// variant's config is the run's own JSON with those keys set, parsed and checked like the file
+// itself when the file is read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainers/run_config.h"
+
+namespace qdq {
+
+// `section` is pipeline.qat_variants: an object of name -> object of dotted keys.
+std::vector<QatVariant> parse_qat_variants(const nlohmann::json& section, const std::string& source);
+nlohmann::json qat_variants_to_json(const std::vector<QatVariant>& variants);
+
+// The run config with the variant's keys set (its own qat_variants removed). Errors name the
+// config file and the variant.
+RunConfig qat_variant_config(const RunConfig& config, const QatVariant& variant);
+
+}  // namespace qdq
