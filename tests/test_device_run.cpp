@@ -251,7 +251,9 @@ TEST(DeviceRun, DistillationWithAndWithoutBf16OnTheDeviceMatchesTheCpu) {
             raw["training"]["max_steps"] = 6;
             raw["training"]["bf16"] = bf16;
             const RunConfig config = parse(cpu ? on_cpu(raw) : raw);
-            if (!cpu) EXPECT_TRUE(device_gaps(config).empty());
+            if (!cpu) {
+                EXPECT_TRUE(device_gaps(config).empty());
+            }
             std::unique_ptr<Task> task = make_task(config, {true, true});
             ASSERT_EQ(train(config, *task, {}).status, TrainStatus::finished) << name;
         }
