@@ -46,6 +46,14 @@ std::string choices_sentence(const RunConfig& config, const PipelineResults& res
            ", held out of training; every number above is the test set's.";
 }
 
+std::string precision_sentence(const nlohmann::json& run_config) {
+    const nlohmann::json bf16 = run_config.value("/training/bf16"_json_pointer, nlohmann::json(false));
+    if (!bf16.is_boolean() || !bf16.get<bool>()) return "Every framework row ran its matrix products in FP32.";
+    return "Every framework row (training, calibration, evaluation) ran its matrix products in bf16 with FP32 "
+           "accumulation (training.bf16; in FP32 on a CPU without a bf16 kernel, as the run's log says); the ONNX "
+           "Runtime rows run the exported FP32 and INT8 graphs.";
+}
+
 namespace {
 
 // What the float set costs in ONNX Runtime: the INT8 model's latency against every quantizer's.
@@ -115,7 +123,8 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
           " training examples, collecting at " + fixed(c.collect_ratio, 2) +
           "x the CPU time of a plain pass over them. QAT from the " + results.qat_from +
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
-          " of the FP32 learning rate. " + deployed_sentence(results) + choices_sentence(config, results) +
+          " of the FP32 learning rate. " + deployed_sentence(results) + precision_sentence(results.config) + " " +
+          choices_sentence(config, results) +
           budget_sentence(results) +
           " Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
           "\n![" + metrics.back() + " by stage](plots/metric_by_stage.svg)\n![FP32 training](plots/fp32_loss.svg)\n"

@@ -23,6 +23,9 @@ double percent(const Metrics& metrics, const std::string& name);
 // The report's sentence on the accuracy budget: what stayed in float, how far below FP32 that
 // left PTQ, and with the ONNX stage what the float set costs in latency. Empty without a budget.
 std::string budget_sentence(const PipelineResults& results);
+// Which precision the framework's rows ran their matrix products in, from the run's config
+// (as results.json keeps it): training.bf16 or FP32.
+std::string precision_sentence(const nlohmann::json& run_config);
 // `names`, then the stage folder of each QAT variant (qat_<variant>).
 std::vector<std::string> qat_stage_names(const PipelineResults& results, std::vector<std::string> names);
 // `v` with `digits` decimals, as the tables print numbers.

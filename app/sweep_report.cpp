@@ -80,11 +80,15 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
                         const std::string& name) {
     std::vector<StageRow> rows;
     std::vector<std::string> metrics, done, curves;
+    std::string precision;  // the first run's: a grid over training.bf16 puts each in its own group
     for (const SweepRun* run : runs) {
         const fs::path file = fs::path(run->dir) / "results.json";
         if (!fs::exists(file)) continue;
         const PipelineResults results = pipeline_results_from_json(read_json_file(file.string()), file.string());
-        if (metrics.empty()) metrics = shown_metrics(results.fp32);
+        if (metrics.empty()) {
+            metrics = shown_metrics(results.fp32);
+            precision = precision_sentence(results.config);
+        }
         const std::string run_name = fs::path(run->dir).filename().string();
         done.push_back(run_name + " (seed " + std::to_string(run_seed(results, file.string())) + ")");
         for (const std::string& stage : qat_stage_names(results, {"fp32", "qat"})) {
@@ -115,7 +119,7 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
     if (done.empty()) return md + "No run has finished yet.\n\n";
     md += std::to_string(done.size()) + " run" + (done.size() > 1 ? "s, mean ± standard deviation" : "") + ": ";
     for (size_t i = 0; i < done.size(); ++i) md += (i ? ", " : "") + done[i];
-    md += ".\n\n| model |";
+    md += ". " + precision + "\n\n| model |";
     std::string rule = "|---|";
     for (const std::string& m : metrics) md += " " + m + " (%) | vs FP32 |", rule += "---:|---:|";
     md += " ONNX Runtime latency, batch 1 (ms) | batched (ms/example) |\n" + rule + "---:|---:|\n";

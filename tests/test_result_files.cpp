@@ -291,6 +291,14 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
     undeployed.erase("deployed_qat");
     expect_error([&] { pipeline_results_from_json(undeployed, path); }, {path, "deployed_qat"});
 
+    // The precision the rows ran in, from the run's config as results.json keeps it.
+    EXPECT_EQ(precision_sentence(read.config), "Every framework row ran its matrix products in FP32.");
+    nlohmann::json bf16_config = read.config;
+    bf16_config["training"]["bf16"] = true;
+    EXPECT_EQ(precision_sentence(bf16_config).rfind("Every framework row (training, calibration, evaluation) ran its "
+                                                    "matrix products in bf16", 0),
+              0u);
+
     // Without the ONNX stage: no "onnx" key, no ONNX rows or summary entries.
     PipelineResults no_onnx = written;
     no_onnx.onnx.reset();
