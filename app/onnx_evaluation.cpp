@@ -38,12 +38,14 @@ OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const On
 }
 
 nlohmann::json onnx_evaluation_to_json(const OnnxEvaluation& e) {
-    return {{"model", e.model},
-            {"file", e.file},
-            {"metrics", metrics_to_json(e.metrics)},
-            {"ms_per_example", e.ms_per_example},
-            {"latency_ms", e.latency_ms},
-            {"threads", e.threads}};
+    nlohmann::json j = {{"model", e.model},
+                        {"file", e.file},
+                        {"metrics", metrics_to_json(e.metrics)},
+                        {"ms_per_example", e.ms_per_example},
+                        {"latency_ms", e.latency_ms},
+                        {"threads", e.threads}};
+    if (!e.checkpoint.empty()) j["checkpoint"] = e.checkpoint;
+    return j;
 }
 
 OnnxEvaluation onnx_evaluation_from_json(const nlohmann::json& j, const std::string& path, const std::string& source) {
@@ -55,6 +57,7 @@ OnnxEvaluation onnx_evaluation_from_json(const nlohmann::json& j, const std::str
     read_real(f, j, "ms_per_example", e.ms_per_example);
     read_real(f, j, "latency_ms", e.latency_ms);
     read_required(f, "threads", e.threads);
+    f.read("checkpoint", e.checkpoint);
     f.finish();
     return e;
 }

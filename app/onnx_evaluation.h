@@ -29,6 +29,7 @@ struct OnnxEvaluation {
     // (the longest examples).
     double latency_ms = 0;
     int threads = 0;  // as asked
+    std::string checkpoint{};  // what was exported (empty in files written before it was kept); set by the caller
 };
 
 OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options);

@@ -132,9 +132,16 @@ struct OnnxModel {
 OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRun& qat, const RunConfig& calib,
                      const std::string& every, const std::string& every_method) {
     const std::string dir = config.training.output_dir + "/onnx", done = dir + "/evaluation.json";
+    const std::string qat_checkpoint = qat.config.training.output_dir + "/model.h5";
     if (fs::exists(done)) {
-        progress() << "pipeline: onnx done before (" << dir << ")\n";
-        return onnx_stage_from_json(read_json_file(done), "", done);
+        OnnxStage before = onnx_stage_from_json(read_json_file(done), "", done);
+        // Files from before the checkpoint was kept are of the plain QAT run, the only one then.
+        const bool same_qat = before.int8.checkpoint.empty() ? qat.variant.empty() : before.int8.checkpoint == qat_checkpoint;
+        if (same_qat) {
+            progress() << "pipeline: onnx done before (" << dir << ")\n";
+            return before;
+        }
+        progress() << "pipeline: onnx evaluated " << before.int8.checkpoint << " before; now " << qat.label << " is deployed\n";
     }
     fs::create_directories(dir);
     const QdqTarget target = config.pipeline.onnx_target;
@@ -150,8 +157,7 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRu
     if (!every.empty()) onnx.int8_every.emplace();
     std::vector<OnnxModel> models = {
         {fp32, fp32.training.output_dir + "/model.h5", "model_fp32.onnx", "ONNX Runtime FP32", onnx.fp32},
-        {qat.config, qat.config.training.output_dir + "/model.h5", "model_int8.onnx", "ONNX Runtime INT8, " + q_dq,
-         onnx.int8}};
+        {qat.config, qat_checkpoint, "model_int8.onnx", "ONNX Runtime INT8, " + q_dq, onnx.int8}};
     if (!every.empty())
         models.push_back({calib, every, "model_int8_every.onnx",
                           "ONNX Runtime INT8 (PTQ " + every_method + ", every quantizer, " + q_dq + ")", *onnx.int8_every});
@@ -162,6 +168,7 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRu
         m.evaluation = evaluate_onnx(*task, path, options);
         m.evaluation.model = m.row;
         m.evaluation.file = path;
+        m.evaluation.checkpoint = m.checkpoint;
     }
     write_json_file(done, onnx_stage_to_json(onnx));
     return onnx;

@@ -194,6 +194,19 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_EQ(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
     ASSERT_TRUE(second.finished);
     EXPECT_EQ(pipeline_summary(second.results), summary);
+
+    // The ONNX stage records the QAT checkpoint it exported, and is redone when the run to
+    // deploy is another one (a variant added to a finished pipeline, say).
+    const std::string deployed_model =
+        (out / (first.results.deployed_qat == "QAT" ? "qat" : "qat_kd") / "model.h5").string();
+    const std::string evaluation = (out / "onnx" / "evaluation.json").string();
+    nlohmann::json onnx_file = read_json_file(evaluation);
+    EXPECT_EQ(onnx_file[1]["checkpoint"], deployed_model);
+    onnx_file[1]["checkpoint"] = (out / "elsewhere" / "model.h5").string();
+    write_json_file(evaluation, onnx_file);
+    ASSERT_TRUE(run_pipeline(config).finished);
+    EXPECT_NE(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
+    EXPECT_EQ(read_json_file(evaluation)[1]["checkpoint"], deployed_model);
 }
 
 TEST(AccuracyBudget, ExactNamePatternsMatchOnlyTheirNames) {

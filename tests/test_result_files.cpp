@@ -194,6 +194,12 @@ TEST(OnnxEvaluationFile, ReadsBackWhatWasWrittenAndHoldsTwoModels) {
     EXPECT_EQ(read.int8.metrics, classification_metrics(0.84375));
     EXPECT_EQ(read.int8.latency_ms, 0.75);
     EXPECT_EQ(onnx_stage_to_json(read), j);
+    // Files written before the exported checkpoint was kept have none; a kept one reads back.
+    EXPECT_FALSE(j[1].contains("checkpoint"));
+    nlohmann::json with_checkpoint = j;
+    with_checkpoint[1]["checkpoint"] = "run/qat_lsq/model.h5";
+    EXPECT_EQ(onnx_stage_from_json(with_checkpoint, "", path).int8.checkpoint, "run/qat_lsq/model.h5");
+    EXPECT_EQ(onnx_stage_to_json(onnx_stage_from_json(with_checkpoint, "", path)), with_checkpoint);
 
     expect_error([&] { onnx_stage_from_json(nlohmann::json::array({j[0]}), "", path); }, {path, "two evaluations"});
     nlohmann::json no_latency = j;
