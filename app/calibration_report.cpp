@@ -127,7 +127,7 @@ std::string outliers_section(const CalibrationResult& r) {
         rows += "| `" + q->name + "` | " + fixed(ratio, 1) + " | " + place.description + " |\n";
     }
     return md + " " + std::to_string(literature) + " of them sit where the literature puts BERT's outliers: the FFN's output "
-                "and the residual sum before LayerNorm (Bondarenko et al. 2021).\n" + rows;
+                "and the residual stream summed before LayerNorm (Bondarenko et al. 2021).\n" + rows;
 }
 
 // The metric with each part left in float, largest gain first.
@@ -156,16 +156,22 @@ std::optional<double> outlier_ratio(const QuantizerStats& q) {
 
 QuantizerPlace quantizer_place(const std::string& name) {
     auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
-    if (has(".attention.")) {
-        if (has(".output.add_local_input_quantizer")) return {"attention output, before the residual add and LayerNorm", false};
-        if (has(".output.add_residual_input_quantizer")) return {"residual stream, before the attention's LayerNorm", true};
-        if (has(".output.dense.")) return {"attention context (input of its output projection)", false};
-        return {"attention: Q, K, V and their products", false};
-    }
-    if (has(".output.add_local_input_quantizer")) return {"FFN output, before the residual add and LayerNorm", true};
-    if (has(".output.add_residual_input_quantizer")) return {"residual stream, before the FFN's LayerNorm", true};
+    // Several quantizers read one tensor: the residual stream, a LayerNorm's output, feeds Q, K
+    // and V and the attention's residual add, or the FFN and its residual add. They are placed
+    // by that tensor, so they agree.
+    if (has(".attention.self.matmul_")) return {"attention: the operands of Q·Kᵀ and probabilities·V", false};
+    if (has(".attention.self."))
+        return {"residual stream (the previous LayerNorm's output), entering attention as Q, K and V", true};
+    if (has(".attention.output.add_residual_input"))
+        return {"residual stream (the previous LayerNorm's output), in the sum before the attention's LayerNorm", true};
+    if (has(".attention.output.add_local_input")) return {"attention output, in the sum before its LayerNorm", false};
+    if (has(".attention.output.dense.")) return {"attention context (input of its output projection)", false};
+    if (has(".intermediate.dense."))
+        return {"residual stream (the attention's LayerNorm output), entering the FFN", true};
+    if (has(".output.add_residual_input"))
+        return {"residual stream (the attention's LayerNorm output), in the sum before the FFN's LayerNorm", true};
+    if (has(".output.add_local_input")) return {"FFN output, in the sum before the FFN's LayerNorm", true};
     if (has(".output.dense.")) return {"FFN intermediate, after GELU", false};
-    if (has(".intermediate.dense.")) return {"FFN input (LayerNorm output)", false};
     return {"elsewhere", false};
 }
 

@@ -21,10 +21,10 @@ std::optional<double> outlier_ratio(const QuantizerStats& q);
 // The report's "outliers" are activations with at least this ratio: a Gaussian's is about 1.4.
 inline constexpr double kOutlierRatio = 5;
 
-// Where a QDQBERT quantizer sits in the layer, and whether that is where the outlier
-// literature (Bondarenko et al. 2021, "Understanding and Overcoming the Challenges of
-// Efficient Transformer Quantization") finds BERT's outliers: the FFN's output and the
-// residual sum before LayerNorm.
+// Which tensor a QDQBERT quantizer reads, and whether that is where the outlier literature
+// (Bondarenko et al. 2021, "Understanding and Overcoming the Challenges of Efficient
+// Transformer Quantization") finds BERT's outliers: the FFN's output and the residual stream,
+// summed before each LayerNorm. Quantizers of one tensor get one answer.
 struct QuantizerPlace {
     std::string description;
     bool where_outliers_are_reported;

@@ -89,31 +89,14 @@ std::vector<QatRun> qat_runs(const RunConfig& config, const std::string& init,
                              const std::optional<AccuracyBudgetResult>& budget) {
     std::vector<QatRun> runs = {{"", "QAT", "qat", qat_stage_config(config, init)}};
     for (const QatVariant& v : config.pipeline.qat_variants) {
-        const std::string stage = "qat_" + v.name;
-        runs.push_back({v.name, "QAT " + v.name, stage, qat_stage_config(qat_variant_config(config, v), init, stage)});
+        const std::string folder = "qat_" + v.name;
+        runs.push_back({v.name, "QAT " + v.name, folder, qat_stage_config(qat_variant_config(config, v), init, folder)});
     }
     if (budget)
         for (QatRun& run : runs)
             for (const std::string& pattern : exact_name_patterns(budget->float_quantizers))
                 run.config.quantization->disable.push_back(pattern);
     return runs;
-}
-
-// The QAT run to deploy: the best by the task's metric on validation (on the test set when
-// there is none), among the runs the ONNX export can write; the plain run on a tie.
-size_t best_qat_run(const RunConfig& config, const std::vector<QatRun>& runs, const PipelineResults& results) {
-    const std::string metric = shown_metrics(results.fp32).back();
-    auto score = [&](size_t i) {
-        const Metrics& test = i == 0 ? results.qat : results.qat_variants[i - 1].test;
-        const std::optional<Metrics>& validation = i == 0 ? results.qat_validation : results.qat_variants[i - 1].validation;
-        return (validation ? *validation : test).values.at(metric);
-    };
-    size_t best = 0;
-    for (size_t i = 1; i < runs.size(); ++i) {
-        if (config.pipeline.onnx && !onnx_exportable(runs[i].config)) continue;
-        if (score(i) > score(best)) best = i;
-    }
-    return best;
 }
 
 // One model to export and evaluate in ONNX Runtime.
@@ -141,7 +124,8 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRu
             progress() << "pipeline: onnx done before (" << dir << ")\n";
             return before;
         }
-        progress() << "pipeline: onnx evaluated " << before.int8.checkpoint << " before; now " << qat.label << " is deployed\n";
+        progress() << "pipeline: onnx evaluated " << (before.int8.checkpoint.empty() ? "the plain QAT run" : before.int8.checkpoint)
+                   << " before; now " << qat.label << " is deployed\n";
     }
     fs::create_directories(dir);
     const QdqTarget target = config.pipeline.onnx_target;
@@ -191,6 +175,19 @@ AccuracyBudgetResult budget_stage(const RunConfig& calib, const CalibrationResul
 }
 
 }  // namespace
+
+size_t deployed_qat_run(const PipelineResults& results, const std::vector<bool>& exportable) {
+    const std::string metric = shown_metrics(results.fp32).back();
+    auto score = [&](size_t i) {
+        const Metrics& test = i == 0 ? results.qat : results.qat_variants[i - 1].test;
+        const std::optional<Metrics>& validation = i == 0 ? results.qat_validation : results.qat_variants[i - 1].validation;
+        return (validation ? *validation : test).values.at(metric);
+    };
+    size_t best = 0;
+    for (size_t i = 1; i <= results.qat_variants.size(); ++i)
+        if (exportable.at(i) && score(i) > score(best)) best = i;
+    return best;
+}
 
 RunConfig fp32_stage_config(const RunConfig& config) {
     RunConfig c = stage(config, "fp32");
@@ -266,7 +263,9 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
             results.qat_variants.push_back({run.variant, metrics->test, metrics->validation});
         }
     }
-    const QatRun& deployed = qats[best_qat_run(config, qats, results)];
+    std::vector<bool> exportable;
+    for (const QatRun& run : qats) exportable.push_back(!config.pipeline.onnx || onnx_exportable(run.config));
+    const QatRun& deployed = qats[deployed_qat_run(results, exportable)];
     results.deployed_qat = deployed.label;
 
     // The deployed models run in ONNX Runtime on rank 0 alone, which also writes the report.

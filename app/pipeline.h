@@ -13,6 +13,9 @@
 //   results.json, results.md   one row per stage: the task's metrics (and ONNX latency)
 #pragma once
 
+#include <cstddef>
+#include <vector>
+
 #include "app/pipeline_results.h"
 #include "trainers/run_config.h"
 
@@ -24,6 +27,12 @@ struct PipelineOutcome {
 };
 
 PipelineOutcome run_pipeline(const RunConfig& config);
+
+// The QAT run to deploy (0: the plain one, i: qat_variants[i - 1]): the best by the task's main
+// metric (accuracy, or SQuAD's F1) on validation, or on the test set without a validation split,
+// among the runs `exportable` marks (the ONNX export can write them); the earlier on a tie. The
+// plain run is always a candidate: the pipeline checks its config before it starts.
+size_t deployed_qat_run(const PipelineResults& results, const std::vector<bool>& exportable);
 
 // The stage configs run_pipeline derives from `config`: the same run with output_dir
 // <output_dir>/<stage>; fp32 without quantization; calibrate from fp32/model.h5; qat from the

@@ -50,8 +50,8 @@ std::string precision_sentence(const nlohmann::json& run_config) {
     const nlohmann::json bf16 = run_config.value("/training/bf16"_json_pointer, nlohmann::json(false));
     if (!bf16.is_boolean() || !bf16.get<bool>()) return "Every framework row ran its matrix products in FP32.";
     return "Every framework row (training, calibration, evaluation) ran its matrix products in bf16 with FP32 "
-           "accumulation (training.bf16; in FP32 on a CPU without a bf16 kernel, as the run's log says); the ONNX "
-           "Runtime rows run the exported FP32 and INT8 graphs.";
+           "accumulation (training.bf16; in FP32 on a CPU without a bf16 kernel, as the run's log says); ONNX "
+           "Runtime rows, where there are, run the exported FP32 and INT8 graphs.";
 }
 
 namespace {
@@ -67,7 +67,7 @@ std::string float_set_latency_sentence(const PipelineResults& results) {
 
 // Which QAT run the INT8 export is of, when there was a choice.
 std::string deployed_sentence(const PipelineResults& results) {
-    if (results.qat_variants.empty()) return "";
+    if (results.qat_variants.empty() || !results.onnx) return "";
     return "The INT8 export is of " + results.deployed_qat +
            ", the best QAT run on the metric where choices are made (among those ONNX can hold). ";
 }

@@ -46,7 +46,7 @@ struct PipelineResults {
     std::string qat_from{};           // the calibration method QAT started from
     Metrics qat{};                    // the QAT run's final evaluation
     std::optional<Metrics> qat_validation{};
-    std::vector<QatVariantResult> qat_variants{};  // in the config's order
+    std::vector<QatVariantResult> qat_variants{};  // in name order, as the config keeps them
     std::string deployed_qat{"QAT"};  // the QAT run exported to ONNX: "QAT" or "QAT <variant>"
     std::optional<OnnxStage> onnx{};  // with pipeline.onnx
 };
@@ -69,8 +69,8 @@ std::string row_label(const PipelineRow& row);
 
 // Every stage's metrics in one flat map, for sweeps over pipelines (app/sweep.h): fp32_<metric>,
 // ptq_<metric> (of the method QAT started from), qat_<metric>, qat_<variant>_<metric> for each
-// variant, and with ONNX onnx_fp32_<metric>,
-// onnx_int8_<metric>, onnx_fp32_latency_ms and onnx_int8_latency_ms.
+// variant, and with ONNX onnx_fp32_<metric>, onnx_int8_<metric> (of the deployed QAT run),
+// onnx_fp32_latency_ms and onnx_int8_latency_ms.
 Metrics pipeline_summary(const PipelineResults& results);
 
 // results.json also holds the summary, derived from the stages and so not read back.

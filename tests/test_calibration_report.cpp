@@ -35,18 +35,25 @@ TEST(CalibrationReport, OutlierRatioIsMaxOverThePercentileRange) {
     EXPECT_FALSE(outlier_ratio(QuantizerStats{.name = "w", .weight = WeightRangeStats{1, 0.5, 0, 40}}));
 }
 
-TEST(CalibrationReport, PlacesQuantizersByTheirQdqbertNames) {
+// Quantizers of one tensor agree: the residual stream feeds Q, K, V and the attention's residual
+// add (one LayerNorm output), and the FFN and its residual add (the next).
+TEST(CalibrationReport, PlacesQuantizersByTheTensorTheyRead) {
     const std::string layer = "bert.encoder.layer.3.";
-    EXPECT_TRUE(quantizer_place(layer + "output.add_local_input_quantizer").where_outliers_are_reported);
-    EXPECT_TRUE(quantizer_place(layer + "output.add_residual_input_quantizer").where_outliers_are_reported);
-    EXPECT_TRUE(quantizer_place(layer + "attention.output.add_residual_input_quantizer").where_outliers_are_reported);
-    EXPECT_FALSE(quantizer_place(layer + "attention.output.add_local_input_quantizer").where_outliers_are_reported);
-    EXPECT_FALSE(quantizer_place(layer + "output.dense._input_quantizer").where_outliers_are_reported);
-    EXPECT_FALSE(quantizer_place(layer + "intermediate.dense._input_quantizer").where_outliers_are_reported);
-    EXPECT_FALSE(quantizer_place(layer + "attention.self.matmul_q_input_quantizer").where_outliers_are_reported);
+    auto reported = [&](const std::string& quantizer) { return quantizer_place(layer + quantizer).where_outliers_are_reported; };
+    for (const char* residual : {"attention.self.query._input_quantizer", "attention.self.key._input_quantizer",
+                                 "attention.self.value._input_quantizer", "attention.output.add_residual_input_quantizer",
+                                 "intermediate.dense._input_quantizer", "output.add_residual_input_quantizer",
+                                 "output.add_local_input_quantizer"})
+        EXPECT_TRUE(reported(residual)) << residual;
+    for (const char* other : {"attention.output.add_local_input_quantizer", "attention.output.dense._input_quantizer",
+                              "attention.self.matmul_q_input_quantizer", "attention.self.matmul_a_input_quantizer",
+                              "output.dense._input_quantizer"})
+        EXPECT_FALSE(reported(other)) << other;
     EXPECT_EQ(quantizer_place(layer + "output.dense._input_quantizer").description, "FFN intermediate, after GELU");
     EXPECT_EQ(quantizer_place(layer + "output.add_local_input_quantizer").description,
-              "FFN output, before the residual add and LayerNorm");
+              "FFN output, in the sum before the FFN's LayerNorm");
+    EXPECT_EQ(quantizer_place(layer + "attention.self.query._input_quantizer").description,
+              quantizer_place(layer + "attention.self.value._input_quantizer").description);
 }
 
 TEST(CalibrationReport, NamesTheOutliersAndWhereTheySit) {
@@ -61,7 +68,7 @@ TEST(CalibrationReport, NamesTheOutliersAndWhereTheySit) {
     const std::string layer = "bert.encoder.layer.3.";
     r.quantizers = {activation(layer + "output.add_local_input_quantizer", 24, 2),          // 12: an outlier
                     activation(layer + "intermediate.dense._input_quantizer", 3, 2),       // 1.5
-                    activation(layer + "attention.self.query._input_quantizer", 10.5, 1.5),  // 7: an outlier
+                    activation(layer + "output.dense._input_quantizer", 10.5, 1.5),        // 7: an outlier
                     {.name = layer + "output.dense._weight_quantizer", .weight = WeightRangeStats{1, 0.5, 0, 40}}};
     fs::create_directories(dir.path() / "plots");
     write_calibration_report(dir.path().string(), r);
@@ -73,7 +80,7 @@ TEST(CalibrationReport, NamesTheOutliersAndWhereTheySit) {
     EXPECT_NE(md.find(": 2 of 3. 1 of them sit where the literature puts"), std::string::npos) << md;
     // Largest ratio first, each with its place.
     const size_t ffn = md.find("| `" + layer + "output.add_local_input_quantizer` | 12.0 | FFN output");
-    const size_t query = md.find("| `" + layer + "attention.self.query._input_quantizer` | 7.0 | attention");
+    const size_t query = md.find("| `" + layer + "output.dense._input_quantizer` | 7.0 | FFN intermediate");
     ASSERT_NE(ffn, std::string::npos) << md;
     ASSERT_NE(query, std::string::npos) << md;
     EXPECT_LT(ffn, query);

@@ -209,6 +209,27 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_EQ(read_json_file(evaluation)[1]["checkpoint"], deployed_model);
 }
 
+// The run to deploy, from hand-made results: the best on validation (not on test), among the
+// ones the export can write, the earlier on a tie; the test set only without a validation split.
+TEST(Pipeline, DeploysTheBestExportableQatRunOnValidation) {
+    auto accuracy = [](double a) { return Metrics{{{"accuracy", a}}, {}}; };
+    PipelineResults r;
+    r.fp32 = accuracy(0.9);
+    r.qat = accuracy(0.80);
+    r.qat_validation = accuracy(0.70);
+    r.qat_variants = {{"distillation", accuracy(0.79), accuracy(0.75)},   // better on validation, worse on test
+                      {"lsq", accuracy(0.85), accuracy(0.75)},            // ties distillation: the earlier stays
+                      {"w4", accuracy(0.95), accuracy(0.90)}};            // best, but not exportable
+    EXPECT_EQ(deployed_qat_run(r, {true, true, true, false}), 1u);
+    EXPECT_EQ(deployed_qat_run(r, {true, true, true, true}), 3u);
+    EXPECT_EQ(deployed_qat_run(r, {true, false, true, false}), 2u);
+    EXPECT_EQ(deployed_qat_run(r, {true, false, false, false}), 0u);
+    // Without validation numbers the test set is all there is.
+    r.qat_validation.reset();
+    for (QatVariantResult& v : r.qat_variants) v.validation.reset();
+    EXPECT_EQ(deployed_qat_run(r, {true, true, true, false}), 2u);
+}
+
 TEST(AccuracyBudget, ExactNamePatternsMatchOnlyTheirNames) {
     const std::vector<std::string> patterns =
         exact_name_patterns({"bert.encoder.layer.0.output.dense._input_quantizer"});

@@ -22,7 +22,7 @@ nlohmann::json pipeline_config(const TempDir& dir) {
     raw["quantization"] = {{"calibration_examples", 16}};
     raw["pipeline"] = {{"qat_variants",
                         {{"kd", {{"distillation.alpha", 0.25}, {"distillation.temperature", 2}}},
-                         {"lsq", {{"quantization.input.learn_step_size", true}, {"training.learning_rate", 0.5}}}}}};
+                         {"lsq", {{"quantization.input.learn_step_size", true}, {"pipeline.qat_learning_rate_ratio", 0.5}}}}}};
     return raw;
 }
 
@@ -47,7 +47,8 @@ TEST(QatVariant, ConfigIsTheFilesWithItsKeysSet) {
     const RunConfig lsq = qat_variant_config(config, config.pipeline.qat_variants[1]);
     EXPECT_TRUE(lsq.quantization->input.learn_step_size);
     EXPECT_FALSE(lsq.quantization->weight.learn_step_size);
-    EXPECT_EQ(lsq.training.learning_rate, 0.5);
+    EXPECT_EQ(lsq.pipeline.qat_learning_rate_ratio, 0.5);
+    EXPECT_EQ(kd.pipeline.qat_learning_rate_ratio, config.pipeline.qat_learning_rate_ratio);
     EXPECT_FALSE(lsq.distillation);
     // Everything else is the file's.
     EXPECT_EQ(lsq.training.output_dir, config.training.output_dir);
@@ -82,6 +83,18 @@ TEST(QatVariant, BadVariantsAreErrorsNamingFileVariantAndKey) {
                  {"pipe.json", "pipeline.qat_variants.long", "data.max_seq_length"});
     expect_error([&] { parse(with({{"m", {{"model.init", "x.h5"}}}})); },
                  {"pipe.json", "pipeline.qat_variants.m", "model.init"});
+    // What the pipeline sets itself, and what would change the shared calibration, are refused.
+    expect_error([&] { parse(with({{"o", {{"training.output_dir", "x"}}}})); },
+                 {"pipeline.qat_variants.o", "training.output_dir", "qat_<name>"});
+    expect_error([&] { parse(with({{"lr", {{"training.learning_rate", 1e-3}}}})); },
+                 {"pipeline.qat_variants.lr", "training.learning_rate", "pipeline.qat_learning_rate_ratio"});
+    expect_error([&] { parse(with({{"b", {{"training.bf16", true}}}})); }, {"pipeline.qat_variants.b", "training.bf16"});
+    expect_error([&] { parse(with({{"c", {{"quantization.calibrator", "max"}}}})); },
+                 {"pipeline.qat_variants.c", "quantization.calibrator", "share the calibrated quantizers"});
+    expect_error([&] { parse(with({{"a", {{"quantization.weight.axis", 1}}}})); },
+                 {"pipeline.qat_variants.a", "quantization.weight.axis"});
+    expect_error([&] { parse(with({{"p", {{"pipeline.sensitivity", "none"}}}})); },
+                 {"pipeline.qat_variants.p", "pipeline.sensitivity"});
     // Values are checked as the file's own keys are, when the file is read.
     expect_error([&] { parse(with({{"lsq", {{"quantization.input.learn_step_size", "yes"}}}})); },
                  {"pipe.json", "pipeline.qat_variants.lsq", "learn_step_size"});

@@ -1,5 +1,6 @@
 #include "trainers/qat_variant.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace qdq {
@@ -13,11 +14,25 @@ bool folder_name(const std::string& name) {
     return true;
 }
 
-// The sections a variant may set: how QAT trains, never what the shared stages were.
-bool variant_key(const std::string& key) {
-    for (const char* section : {"training.", "quantization.", "distillation."})
-        if (key.rfind(section, 0) == 0 && key.size() > std::string(section).size()) return true;
-    return false;
+// Why a variant may not set `key`, or "" when it may. A variant changes how QAT trains from
+// the shared calibration; what the shared stages were, and what the pipeline sets itself, stay.
+std::string refusal(const std::string& key) {
+    auto under = [&](const char* section) { return key.rfind(section, 0) == 0 && key.size() > std::strlen(section); };
+    if (key == "training.output_dir") return "the pipeline places each variant's stage (qat_<name>/)";
+    if (key == "training.learning_rate" || key == "training.num_train_epochs" || key == "training.max_steps")
+        return "QAT's rate and length are pipeline.qat_learning_rate_ratio and pipeline.qat_num_train_epochs: set those";
+    if (key == "training.bf16") return "every row of a table runs its products in one precision";
+    if (under("training.") || under("distillation.")) return "";
+    if (key == "pipeline.qat_learning_rate_ratio" || key == "pipeline.qat_num_train_epochs") return "";
+    if (key == "quantization.recalibrate_weights") return "";
+    for (const char* descriptor : {"quantization.input.", "quantization.weight."})
+        for (const char* setting : {"num_bits", "learn_amax", "learn_step_size"})
+            if (key == std::string(descriptor) + setting) return "";
+    if (under("quantization."))
+        return "the variants share the calibrated quantizers: of quantization, a variant sets input and weight "
+               "num_bits, learn_amax and learn_step_size, and recalibrate_weights";
+    return "a variant sets training, distillation, quantization (the learned-range and width keys) or "
+           "pipeline.qat_* keys only (the FP32 model and the calibration are shared)";
 }
 
 }  // namespace
@@ -33,10 +48,8 @@ std::vector<QatVariant> parse_qat_variants(const nlohmann::json& section, const 
         if (!settings.is_object())
             throw std::runtime_error(where + "." + name + " must be an object of \"dotted.key\": value");
         for (const auto& [key, value] : settings.items())
-            if (!variant_key(key))
-                throw std::runtime_error(where + "." + name + ": '" + key +
-                                         "': a variant sets training, quantization or distillation keys only "
-                                         "(the FP32 model and the calibration are shared)");
+            if (const std::string why = refusal(key); !why.empty())
+                throw std::runtime_error(where + "." + name + ": '" + key + "': " + why);
         variants.push_back({name, settings});
     }
     return variants;

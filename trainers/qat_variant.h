@@ -7,10 +7,15 @@
 //       "lsq": {"quantization.input.learn_step_size": true, "quantization.weight.learn_step_size": true}}}
 //
 // A variant's name is its stage's folder (qat_<name>) and its row's label (QAT <name>); its keys
-// are dotted as --set takes them, and only training, quantization and distillation keys are
-// allowed: the FP32 model and the calibration are shared, so the model and data are too. Each
-// variant's config is the run's own JSON with those keys set, parsed and checked like the file
-// itself when the file is read.
+// are dotted as --set takes them. The FP32 model and the calibration are shared, so a variant
+// sets only what changes QAT from there: training keys (not output_dir; not learning_rate,
+// num_train_epochs or max_steps, for which it sets pipeline.qat_learning_rate_ratio and
+// pipeline.qat_num_train_epochs; not bf16, one precision per table), distillation keys, and of
+// quantization the input and weight descriptors' num_bits, learn_amax and learn_step_size, and
+// recalibrate_weights. Each variant's config is the run's own JSON with those keys set, parsed
+// and checked like the file itself when the file is read; a relative distillation.teacher is
+// relative to the config file that is run. Variants run in name order (JSON objects are kept
+// sorted).
 #pragma once
 
 #include <string>

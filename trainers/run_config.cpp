@@ -225,11 +225,11 @@ PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const st
     if (p.onnx_threads < 0) pipeline.fail("onnx_threads", "must not be negative");
     pipeline.read_choice("sensitivity", p.sensitivity, kSensitivityNames);
     pipeline.read("validation_fraction", p.validation_fraction);
+    if (!(p.validation_fraction >= 0 && p.validation_fraction < 1)) pipeline.fail("validation_fraction", "must be in [0, 1)");
     if (pipeline.has("qat_variants")) {
         pipeline.ignore("qat_variants");
         p.qat_variants = parse_qat_variants(section.at("qat_variants"), source);
     }
-    if (!(p.validation_fraction >= 0 && p.validation_fraction < 1)) pipeline.fail("validation_fraction", "must be in [0, 1)");
     if (pipeline.has("accuracy_budget") && !section.at("accuracy_budget").is_null()) {
         double budget = 0;
         pipeline.read("accuracy_budget", budget);
