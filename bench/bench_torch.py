@@ -4,17 +4,20 @@ method (median of N after warm-up) and output format, so run.sh can join the two
 Plain torch.nn.functional code written as Hugging Face's BERT computes (transformers is not
 needed), mirroring the product's steps that bench_train times: AdamW with HF's weight-decay
 groups, gradient clipping at 1.0, QDQBERT's fake quantization for QAT, a masked-LM head that
-decodes only the masked positions. PyTorch 1.13 here cannot use AMX (its oneDNN dies on this
-VM's hidden CPUID leaf), so it has no bf16 rows: run.sh compares ours in bf16 with its FP32.
-Run with a Python that has torch (on Debian: /usr/bin/python3 with python3-torch).
+decodes only the masked positions. With --bf16 every workload runs under
+torch.autocast("cpu", dtype=torch.bfloat16), as Hugging Face's Trainer runs with bf16, and its
+rows are named <workload>_bf16 as ours are; PyTorch's oneDNN uses AMX where it can. On some VMs
+that dies (oneDNN 2.6 reads a CPUID leaf they hide), so run.sh runs the bf16 rows in a process
+of their own. Run with a Python that has torch (on Debian: /usr/bin/python3 with python3-torch).
 
 Usage: bench_torch.py [--warmup N] [--reps N] [--steps N] [--threads N] [--only SUBSTRING]
-                      [--no-gemm] [--no-train]
+                      [--no-gemm] [--no-train] [--bf16]
 --warmup overrides every workload's default; --reps counts GEMM repetitions, --steps
 training steps, as in bench_gemm and bench_train.
 """
 
 import argparse
+import contextlib
 import ctypes
 import math
 import os
@@ -71,6 +74,17 @@ def blas_description(lib, path):
 
 # ---- GEMM --------------------------------------------------------------------------------
 
+def precision(args):
+    """The context every timed call runs in: autocast to bf16 with --bf16, else nothing."""
+    if args.bf16:
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def row_name(name, args):
+    return name + "_bf16" if args.bf16 else name
+
+
 def bench_gemm(args):
     tokens = 4096
     for d_in, d_out in ((768, 768), (768, 3072), (3072, 768)):
@@ -87,9 +101,16 @@ def bench_gemm(args):
             (f"gemm_dx_{io}", lambda: torch.mm(dy, w, out=dx), tokens * d_in * d_out),
             (f"gemm_dw_{io}", lambda: torch.mm(dy.t(), x, out=dw), d_out * d_in * tokens),
         )
+        if args.bf16:  # autocast converts the FP32 operands, as ours do, and returns bf16
+            products = (
+                (f"gemm_fwd_{io}", lambda: torch.mm(x, w.t()), tokens * d_out * d_in),
+                (f"gemm_dx_{io}", lambda: torch.mm(dy, w), tokens * d_in * d_out),
+                (f"gemm_dw_{io}", lambda: torch.mm(dy.t(), x), d_out * d_in * tokens),
+            )
         for name, fn, mnk in products:
             if args.only in name:
-                print_row(name, time_it(pick(args.warmup, 2), args.reps, fn), 2.0 * mnk)
+                with precision(args):
+                    print_row(row_name(name, args), time_it(pick(args.warmup, 2), args.reps, fn), 2.0 * mnk)
 
 
 # ---- BERT ----------------------------------------------------------------------------------
@@ -240,7 +261,9 @@ def mlm_loss(m, c, batch, training, q):
     x = encoder(m, c, batch, training, q)
     picked = x[selected]
     h = F.gelu(F.linear(picked, m["transform.weight"], m["transform.bias"]))
-    h = F.layer_norm(h, (c.hidden,), m["transform_ln.weight"], m["transform_ln.bias"], c.eps)
+    # .float(): under 1.13's CPU autocast the bf16 GELU output would meet FP32 LayerNorm weights
+    # and fail; the product runs LayerNorm in FP32 too. A no-op in FP32.
+    h = F.layer_norm(h.float(), (c.hidden,), m["transform_ln.weight"], m["transform_ln.bias"], c.eps)
     logits = F.linear(h, m["word"], m["decoder.bias"])
     return F.cross_entropy(logits, batch["input_ids"][selected])
 
@@ -253,8 +276,9 @@ def make_adamw(named):
                               {"params": no_decay, "weight_decay": 0.0}], lr=1e-4, eps=1e-8)
 
 
-def train_step(loss_fn, m, named, optimizer, c, batch, q):
-    loss = loss_fn(m, c, batch, True, q)
+def train_step(loss_fn, m, named, optimizer, c, batch, q, args):
+    with precision(args):
+        loss = loss_fn(m, c, batch, True, q)
     loss.backward()
     torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
     optimizer.step()
@@ -286,18 +310,22 @@ def bench_size(c, args):
         batch = make_batch(c, mlm)
         q = Quantizers(quantized)
         loss_fn = mlm_loss if mlm else classification_loss
-        if name.endswith("_eval"):
-            def evaluate():
-                with torch.no_grad():
-                    return loss_fn(m, c, batch, False, q).item()
-            print_row(name, time_it(warmup, steps, evaluate), step_flops(c, False))
+        try:
+            if name.endswith("_eval"):
+                def evaluate():
+                    with torch.no_grad(), precision(args):
+                        return loss_fn(m, c, batch, False, q).item()
+                print_row(row_name(name, args), time_it(warmup, steps, evaluate), step_flops(c, False))
+                continue
+            optimizer = make_adamw(named)
+            losses = []
+            timing = time_it(warmup, steps,
+                             lambda: losses.append(train_step(loss_fn, m, named, optimizer, c, batch, q, args)))
+        except RuntimeError as e:  # an op without a bf16 kernel here: no row, and say why
+            print(f"# {row_name(name, args)}: not run: {str(e).splitlines()[0]}", flush=True)
             continue
-        optimizer = make_adamw(named)
-        losses = []
-        timing = time_it(warmup, steps,
-                         lambda: losses.append(train_step(loss_fn, m, named, optimizer, c, batch, q)))
-        print(f"# {name}: first loss {losses[0]:.4f}")
-        print_row(name, timing, 0 if mlm else step_flops(c, True))
+        print(f"# {row_name(name, args)}: first loss {losses[0]:.4f}")
+        print_row(row_name(name, args), timing, 0 if mlm else step_flops(c, True))
 
 
 def main():
@@ -309,6 +337,7 @@ def main():
     parser.add_argument("--only", default="", help="run the workloads whose name contains this")
     parser.add_argument("--no-gemm", action="store_true")
     parser.add_argument("--no-train", action="store_true")
+    parser.add_argument("--bf16", action="store_true", help="autocast to bf16; rows named <workload>_bf16")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)

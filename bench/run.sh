@@ -62,7 +62,7 @@ fi
 if [[ -n "${RAW_DIR:-}" ]]; then
     out=$RAW_DIR
     mkdir -p "$out"
-    rm -f "$out"/{ours,torch,default}.{gemm,train}.*
+    rm -f "$out"/{ours,torch,default}.{gemm,train,gemm_bf16,train_bf16}.*
 else
     out=$(mktemp -d)
     trap 'rm -rf "$out"' EXIT
@@ -83,6 +83,10 @@ for ((r = 1; r <= rounds; r++)); do
     run_torch "$out/torch.gemm.$r" --no-train "${gemm_args[@]}"
     "$build/bench/bench_train" "${train_args[@]}" > "$out/ours.train.$r"
     run_torch "$out/torch.train.$r" --no-gemm "${train_args[@]}"
+    # PyTorch with bf16 autocast, in processes of their own: where its oneDNN dies on AMX, only
+    # these rows are lost.
+    run_torch "$out/torch.gemm_bf16.$r" --bf16 --no-train "${gemm_args[@]}" || echo "# PyTorch bf16 GEMMs failed (exit $?)"
+    run_torch "$out/torch.train_bf16.$r" --bf16 --no-gemm "${train_args[@]}" || echo "# PyTorch bf16 steps failed (exit $?)"
 done
 if [[ "$info_default" == 1 ]]; then
     echo "# information: PyTorch with OPENBLAS_CORETYPE unset (load $(load))"
@@ -103,7 +107,8 @@ echo
 
 # Result lines are "name reps median_ms min_ms gflops"; keep each side's lowest median and
 # the GFLOP/s that goes with it. A row of ours named <workload>_bf16 is compared with PyTorch's
-# <workload>, its FP32 (PyTorch has no AMX here). mlm_* rows also get tokens/s (4,096 a step).
+# <workload>_bf16 (autocast) where that ran, and with its FP32 <workload>, a user's other
+# choice. mlm_* rows also get tokens/s (4,096 a step).
 awk -v info="$info_default" '
     FNR == 1 { k = split(FILENAME, parts, "/"); side = parts[k]; sub(/\..*/, "", side) }
     /^#/ || $1 == "name" || NF != 5 { next }
@@ -113,29 +118,35 @@ awk -v info="$info_default" '
         if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
     }
     END {
-        header = sprintf("%-22s %11s %11s %8s %10s %10s", "workload", "ours_ms", "torch_ms",
-                         "ratio", "ours_GF/s", "torch_GF/s")
+        header = sprintf("%-22s %11s %11s %8s %10s %10s %13s %10s", "workload", "ours_ms", "torch_ms",
+                         "ratio", "ours_GF/s", "torch_GF/s", "torch_bf16_ms", "ratio_bf16")
         if (info) header = header sprintf(" %15s", "torch_default_ms")
         print header
         for (i = 1; i <= n; ++i) {
-            w = order[i]; fp32 = w; sub(/_bf16$/, "", fp32)
+            w = order[i]
+            if (!(("ours" SUBSEP w) in best)) continue  # rows of PyTorch alone (its bf16 ones) sit beside ours
+            fp32 = w; sub(/_bf16$/, "", fp32)
             o = "ours" SUBSEP w; t = "torch" SUBSEP fp32; d = "default" SUBSEP fp32
-            ratio = (o in best && t in best) ? sprintf("%8.2f", best[t] / best[o]) : sprintf("%8s", "-")
-            line = sprintf("%-22s %11s %11s %s %10s %10s", w,
-                           (o in best) ? sprintf("%.1f", best[o]) : "-",
+            tb = (w ~ /_bf16$/) ? "torch" SUBSEP w : ""
+            ratio = (t in best) ? sprintf("%8.2f", best[t] / best[o]) : sprintf("%8s", "-")
+            ratio_bf16 = (tb in best) ? sprintf("%10.2f", best[tb] / best[o]) : sprintf("%10s", "-")
+            line = sprintf("%-22s %11.1f %11s %s %10s %10s %13s %s", w, best[o],
                            (t in best) ? sprintf("%.1f", best[t]) : "-", ratio,
-                           (o in rate) ? rate[o] : "-", (t in rate) ? rate[t] : "-")
+                           (o in rate) ? rate[o] : "-", (t in rate) ? rate[t] : "-",
+                           (tb in best) ? sprintf("%.1f", best[tb]) : "-", ratio_bf16)
             if (info) line = line sprintf(" %15s", (d in best) ? sprintf("%.1f", best[d]) : "-")
             print line
         }
         for (i = 1; i <= n; ++i) {
             w = order[i]; fp32 = w; sub(/_bf16$/, "", fp32)
-            if (w !~ /^mlm_/) continue
-            o = "ours" SUBSEP w; t = "torch" SUBSEP fp32
-            printf("%s tokens/s: ours %.0f, PyTorch FP32 %s\n", w, (o in best) ? 4096000 / best[o] : 0,
+            if (w !~ /^mlm_/ || !(("ours" SUBSEP w) in best)) continue
+            o = "ours" SUBSEP w; t = "torch" SUBSEP fp32; tb = "torch" SUBSEP w
+            printf("%s tokens/s: ours %.0f, PyTorch FP32 %s", w, 4096000 / best[o],
                    (t in best) ? sprintf("%.0f", 4096000 / best[t]) : "-")
+            if (w ~ /_bf16$/) printf(", PyTorch bf16 %s", (tb in best) ? sprintf("%.0f", 4096000 / best[tb]) : "-")
+            printf("\n")
         }
     }' "$out"/*.*.*
 echo
-echo "ratio = PyTorch time / ours (> 1: we are faster; a _bf16 row against PyTorch's FP32 row);"
+echo "ratio = PyTorch FP32 time / ours (> 1: we are faster); ratio_bf16 = PyTorch bf16 (autocast) time / ours;"
 echo "times are the best of $rounds per-run medians."
