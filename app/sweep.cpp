@@ -83,7 +83,14 @@ std::vector<std::string> run_arguments(const Sweep& sweep, const SweepRun& run) 
     return args;
 }
 
-bool is_done(const Sweep& sweep, const SweepRun& run) { return fs::exists(fs::path(run.dir) / results_file(sweep)); }
+// A directory's sweep_run.json, if it has one, must hold this run's values.
+void check_values(const fs::path& dir, const SweepRun& run) {
+    const fs::path file = dir / "sweep_run.json";
+    if (fs::exists(file) && read_json_file(file.string()) != run.values)
+        throw std::runtime_error(file.string() + ": this run was made for other values (" +
+                                 read_json_file(file.string()).dump() + "); give the changed sweep a new output_dir" +
+                                 " and results_dir");
+}
 
 // Starts one run with its output in run.log; returns the child's pid.
 pid_t start_run(const Sweep& sweep, const SweepRun& run, const std::string& binary, int threads) {
@@ -116,6 +123,31 @@ pid_t start_run(const Sweep& sweep, const SweepRun& run, const std::string& bina
 }  // namespace
 
 std::string results_file(const Sweep& sweep) { return sweep.command == "pipeline" ? "results.json" : "eval_results.json"; }
+
+std::string record_dir(const Sweep& sweep, const SweepRun& run) {
+    if (fs::path(sweep.results_dir).lexically_normal() == fs::path(sweep.output_dir).lexically_normal()) return "";
+    return (fs::path(sweep.results_dir) / "runs" / fs::path(run.dir).filename()).string();
+}
+
+void record_run(const Sweep& sweep, const SweepRun& run) {
+    const std::string record = record_dir(sweep, run);
+    if (record.empty() || !fs::exists(fs::path(run.dir) / results_file(sweep))) return;
+    std::vector<fs::path> files = {results_file(sweep), "sweep_run.json"};
+    for (const auto& entry : fs::recursive_directory_iterator(run.dir))
+        if (entry.path().filename() == "metrics.jsonl") files.push_back(fs::relative(entry.path(), run.dir));
+    for (const fs::path& file : files) {
+        if (!fs::exists(fs::path(run.dir) / file)) continue;
+        fs::create_directories((fs::path(record) / file).parent_path());
+        fs::copy_file(fs::path(run.dir) / file, fs::path(record) / file, fs::copy_options::overwrite_existing);
+    }
+}
+
+std::string finished_dir(const Sweep& sweep, const SweepRun& run) {
+    if (fs::exists(fs::path(run.dir) / results_file(sweep))) return run.dir;
+    const std::string record = record_dir(sweep, run);
+    if (!record.empty() && fs::exists(fs::path(record) / results_file(sweep))) return record;
+    return "";
+}
 
 Sweep load_sweep(const std::string& path) {
     nlohmann::json raw = read_json_file(path);
@@ -173,16 +205,14 @@ Sweep load_sweep(const std::string& path) {
         run.values = points[i];
         for (const auto& [key, value] : points[i].items()) run.overrides.push_back(key + "=" + value.dump());
         run.overrides.push_back("training.output_dir=" + nlohmann::json(run.dir).dump());
-        const fs::path record = fs::path(run.dir) / "sweep_run.json";
-        if (fs::exists(record) && read_json_file(record.string()) != run.values)
-            throw std::runtime_error(record.string() + ": this run directory was made for other values (" +
-                                     read_json_file(record.string()).dump() + "); give the changed sweep a new output_dir");
+        check_values(run.dir, run);
+        if (const std::string record = record_dir(sweep, run); !record.empty()) check_values(record, run);
         sweep.runs.push_back(std::move(run));
     }
     return sweep;
 }
 
-int run_sweep(const Sweep& sweep, const std::string& binary) {
+int run_sweep(const Sweep& sweep, const std::string& binary, const std::function<void(const SweepRun&)>& finished) {
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = std::max(1, cores / sweep.parallel);
     std::map<pid_t, const SweepRun*> running;
@@ -194,16 +224,18 @@ int run_sweep(const Sweep& sweep, const std::string& binary) {
         if (it == running.end()) return;
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         std::printf("%s %s\n", ok ? "done  " : "FAILED", it->second->dir.c_str());
+        std::fflush(stdout);
         if (!ok) {
             std::printf("       see %s/run.log\n", it->second->dir.c_str());
             ++failed;
+        } else if (finished) {
+            finished(*it->second);
         }
-        std::fflush(stdout);
         running.erase(it);
     };
     for (const SweepRun& run : sweep.runs) {
-        if (is_done(sweep, run)) {
-            std::printf("skip   %s (finished)\n", run.dir.c_str());
+        if (const std::string dir = finished_dir(sweep, run); !dir.empty()) {
+            std::printf("skip   %s (finished%s)\n", run.dir.c_str(), dir == run.dir ? "" : (", recorded in " + dir).c_str());
             continue;
         }
         while ((int)running.size() >= sweep.parallel) wait_one();
@@ -239,6 +271,9 @@ std::string slurm_script(const Sweep& sweep, const std::string& binary, int rank
     }
     s += "  *) echo \"no run $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
     s += "[[ -f \"$dir/" + results_file(sweep) + "\" ]] && exit 0\n";
+    if (!sweep.runs.empty() && !record_dir(sweep, sweep.runs[0]).empty())
+        s += "[[ -f " + shell_quote(sweep.results_dir + "/runs/") + "\"$(basename \"$dir\")/" + results_file(sweep) +
+             "\" ]] && exit 0\n";
     s += "mkdir -p \"$dir\"\n";
     s += std::string("exec ") + (ranks > 1 ? "srun " : "") + shell_quote(binary) + " \"${args[@]}\"\n";
     return s;

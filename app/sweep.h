@@ -20,10 +20,14 @@
 // file is). Each run's overrides are fixed when the sweep is expanded, and written to
 // <run dir>/sweep_run.json, so reruns of the sweep find the same runs in the same directories.
 // A run whose directory holds eval_results.json (pipeline: results.json) is done and skipped; one
-// with checkpoints resumes.
+// with checkpoints resumes. As each run finishes, its record (the results file, sweep_run.json and
+// every metrics.jsonl under it, not its checkpoints) is copied to <results_dir>/runs/<run>: kept
+// with the tables, it marks the run done on a machine that lacks its directory, so a table too
+// long for one machine's stay is finished on another.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,8 +56,10 @@ struct Sweep {
 Sweep load_sweep(const std::string& path);
 
 // Runs what is not done yet, `parallel` at a time (each with OMP_NUM_THREADS = cores/parallel),
-// logging each run's output to <run dir>/run.log. Returns how many runs failed.
-int run_sweep(const Sweep& sweep, const std::string& qdqtrain_binary);
+// logging each run's output to <run dir>/run.log and calling `finished` after each run that
+// succeeds. Returns how many runs failed.
+int run_sweep(const Sweep& sweep, const std::string& qdqtrain_binary,
+              const std::function<void(const SweepRun&)>& finished = {});
 
 // A Slurm job-array script (one array task per run) that does what run_sweep does. With
 // ranks > 1 each run is a data-parallel job of that many tasks, started through srun
@@ -62,5 +68,15 @@ std::string slurm_script(const Sweep& sweep, const std::string& qdqtrain_binary,
 
 // What a finished run leaves: train's eval_results.json, or the pipeline's results.json.
 std::string results_file(const Sweep& sweep);
+
+// <results_dir>/runs/<run name>, or "" when results_dir is output_dir (the run is its own record).
+std::string record_dir(const Sweep& sweep, const SweepRun& run);
+
+// Copies a run finished in its own directory to its record (above); else does nothing.
+void record_run(const Sweep& sweep, const SweepRun& run);
+
+// Where a run's results are read from: its own directory once finished there, else its record
+// once that holds them, else "" (not finished).
+std::string finished_dir(const Sweep& sweep, const SweepRun& run);
 
 }  // namespace qdq

@@ -66,7 +66,10 @@ int run_sweep_command(int argc, char** argv) {
         std::printf("wrote %s: %zu array tasks; submit it with sbatch\n", slurm.c_str(), sweep.runs.size());
         return 0;
     }
-    const int failed = results_only ? 0 : run_sweep(sweep, self);
+    // The tables are rewritten as each run finishes, so those of a sweep cut short are current.
+    const int failed = results_only ? 0 : run_sweep(sweep, self, [&](const SweepRun&) {
+        write_sweep_report(sweep, sweep_results(sweep));
+    });
     const std::string report = write_sweep_report(sweep, sweep_results(sweep));
     std::printf("\n%s", report.c_str());
     return failed ? 1 : 0;

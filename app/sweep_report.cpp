@@ -82,8 +82,9 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
     std::vector<std::string> metrics, done, curves;
     std::string precision;  // the first run's: a grid over training.bf16 puts each in its own group
     for (const SweepRun* run : runs) {
-        const fs::path file = fs::path(run->dir) / "results.json";
-        if (!fs::exists(file)) continue;
+        const std::string dir = finished_dir(sweep, *run);
+        if (dir.empty()) continue;
+        const fs::path file = fs::path(dir) / "results.json";
         const PipelineResults results = pipeline_results_from_json(read_json_file(file.string()), file.string());
         if (metrics.empty()) {
             metrics = shown_metrics(results.fp32);
@@ -93,7 +94,7 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
         done.push_back(run_name + " (seed " + std::to_string(run_seed(results, file.string())) + ")");
         for (const std::string& stage : qat_stage_names(results, {"fp32", "qat"})) {
             const std::string prefix = sweep.results_dir + "/plots/" + run_name + "_" + stage;
-            write_training_curves(run->dir + "/" + stage, prefix);
+            write_training_curves(dir + "/" + stage, prefix);
             curves.push_back("[" + run_name + " " + stage + "](plots/" + run_name + "_" + stage + "_loss.svg)");
         }
         for (const PipelineRow& row : pipeline_rows(results)) {
@@ -156,8 +157,9 @@ nlohmann::json sweep_results(const Sweep& sweep) {
     nlohmann::json rows = nlohmann::json::array();
     for (const SweepRun& run : sweep.runs) {
         nlohmann::json row = {{"run", fs::path(run.dir).filename().string()}, {"dir", run.dir}, {"values", run.values}};
-        const fs::path results = fs::path(run.dir) / results_file(sweep);
-        if (!fs::exists(results)) row["metrics"] = nullptr;
+        const std::string dir = finished_dir(sweep, run);
+        const fs::path results = fs::path(dir) / results_file(sweep);
+        if (dir.empty()) row["metrics"] = nullptr;
         else if (sweep.command == "pipeline")
             row["metrics"] = metrics_to_json(
                 pipeline_summary(pipeline_results_from_json(read_json_file(results.string()), results.string())));
@@ -223,6 +225,7 @@ std::string sweep_table(const Sweep& sweep, const nlohmann::json& results) {
 
 std::string write_sweep_report(const Sweep& sweep, const nlohmann::json& results) {
     fs::create_directories(sweep.results_dir + "/plots");
+    for (const SweepRun& run : sweep.runs) record_run(sweep, run);
     write_json_file(sweep.results_dir + "/results.json", results);
     std::string md = sweep_table(sweep, results);
     if (sweep.command == "pipeline") {

@@ -21,7 +21,8 @@ nlohmann::json sweep_results(const Sweep& sweep);
 // The runs of sweep_results as a Markdown table.
 std::string sweep_table(const Sweep& sweep, const nlohmann::json& results);
 
-// Writes results.json, results.md and plots/ into sweep.results_dir; returns results.md's text.
+// Records the runs finished in their own directories (record_run), then writes results.json,
+// results.md and plots/ into sweep.results_dir; returns results.md's text.
 std::string write_sweep_report(const Sweep& sweep, const nlohmann::json& results);
 
 }  // namespace qdq

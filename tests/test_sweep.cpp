@@ -1,6 +1,7 @@
 // Sweeps: grid and random expansion, errors naming the key, a real sweep of four tiny runs two
 // at a time through the qdqtrain binary (then skipped when run again), the results table and the
-// Slurm script (checked by bash -n).
+// Slurm script (checked by bash -n); records in the results directory that stand in for runs
+// finished on another machine.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -170,6 +171,43 @@ TEST(Sweep, SlurmScriptIsValidBash) {
 
 // A pipeline sweep's report from run directories written here: two learning rates × two seeds.
 // Each cell is checked against mean ± sample std worked out by hand from the numbers below.
+TEST(Sweep, RecordsInTheResultsDirectoryStandInForRunsDoneElsewhere) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    const fs::path tables = dir.path() / "tables";
+    const std::string path =
+        write_sweep(dir, {{"results_dir", tables.string()}, {"grid", {{"training.seed", {1, 2}}}}});
+    int status = 0;
+    std::string output = run(std::string(QDQTRAIN_PATH) + " sweep " + path, status);
+    ASSERT_EQ(status, 0) << output;
+    const nlohmann::json before = sweep_results(load_sweep(path));
+    for (const char* run : {"run-000", "run-001"}) {
+        const fs::path record = tables / "runs" / run;
+        EXPECT_TRUE(fs::exists(record / "eval_results.json")) << run;
+        EXPECT_TRUE(fs::exists(record / "metrics.jsonl")) << run;
+        EXPECT_EQ(read_json_file((record / "sweep_run.json").string())["training.seed"], run[6] == '0' ? 1 : 2);
+        for (const auto& entry : fs::recursive_directory_iterator(record))
+            EXPECT_NE(entry.path().extension(), ".h5") << entry.path();
+    }
+
+    // Another machine: the records, none of the run directories.
+    fs::remove_all(dir.path() / "sweep");
+    output = run(std::string(QDQTRAIN_PATH) + " sweep " + path, status);
+    ASSERT_EQ(status, 0) << output;
+    EXPECT_EQ(output.find("start"), std::string::npos) << output;
+    EXPECT_NE(output.find("recorded in " + (tables / "runs" / "run-001").string()), std::string::npos) << output;
+    const nlohmann::json after = sweep_results(load_sweep(path));
+    ASSERT_EQ(after.size(), 2u);
+    for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i]["metrics"], before[i]["metrics"]) << i;
+    EXPECT_FALSE(fs::exists(dir.path() / "sweep"));
+    const std::string script = slurm_script(load_sweep(path), "/bin/qdqtrain");
+    EXPECT_NE(script.find("/runs/'\"$(basename \"$dir\")/eval_results.json\" ]] && exit 0"), std::string::npos) << script;
+
+    // A record made for other values is refused, as a run directory is.
+    write_sweep(dir, {{"results_dir", tables.string()}, {"grid", {{"training.seed", {3, 2}}}}});
+    EXPECT_NE(error_of(path).find("made for other values"), std::string::npos) << error_of(path);
+}
+
 TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     TempDir dir;
     qdq::testing::write_task_files(dir);
