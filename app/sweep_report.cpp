@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "app/calibration_report.h"
 #include "app/pipeline_report.h"
 #include "app/pipeline_results.h"
 #include "app/svg_plot.h"
@@ -75,17 +76,63 @@ std::vector<std::pair<nlohmann::json, std::vector<const SweepRun*>>> seed_groups
     return groups;
 }
 
+// Over the runs of one group: each quantizer's outlier ratio (activations) and its SQNR at the
+// range QAT started from, then the activations whose ratio marks outliers and where they sit.
+std::string quantizer_section(const std::vector<PipelineResults>& runs) {
+    struct Row {
+        std::string name;
+        std::vector<double> ratio, sqnr;
+    };
+    std::vector<Row> rows;
+    for (const PipelineResults& r : runs)
+        for (const QuantizerStats& q : r.calibration.quantizers) {
+            auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& row) { return row.name == q.name; });
+            if (it == rows.end()) it = rows.insert(rows.end(), Row{q.name, {}, {}});
+            if (q.weight) it->sqnr.push_back(q.weight->sqnr_db);
+            if (const std::optional<double> ratio = outlier_ratio(q)) it->ratio.push_back(*ratio);
+            if (auto m = q.methods.find(r.qat_from); m != q.methods.end()) it->sqnr.push_back(m->second.sqnr_db);
+        }
+    if (rows.empty()) return "";
+    std::string md = "### Quantizers\n\nEach activation's outlier ratio (its max over its 99.99th percentile) and each "
+                     "quantizer's SQNR at the range QAT started from (weights: per channel by max)";
+    md += std::string(runs.size() > 1 ? ", mean ± standard deviation over the runs" : "") + ".\n\n";
+    md += "| quantizer | max ÷ p99.99 | SQNR dB |\n|---|---:|---:|\n";
+    std::vector<const Row*> by_ratio;
+    for (const Row& row : rows) {
+        md += "| `" + row.name + "` | " + mean_std(row.ratio, 1) + " | " + mean_std(row.sqnr, 1) + " |\n";
+        if (!row.ratio.empty()) by_ratio.push_back(&row);
+    }
+    std::stable_sort(by_ratio.begin(), by_ratio.end(), [](const Row* a, const Row* b) { return mean(a->ratio) > mean(b->ratio); });
+    const size_t outliers = (size_t)std::count_if(by_ratio.begin(), by_ratio.end(),
+                                                  [](const Row* r) { return mean(r->ratio) >= kOutlierRatio; });
+    md += "\nOutliers, activations whose ratio is at least " + fixed(kOutlierRatio, 0) + " (a Gaussian's is about 1.4): " +
+          std::to_string(outliers) + " of " + std::to_string(by_ratio.size()) + ". ";
+    md += outliers ? "Where they sit:\n\n" : "The largest ratios, and where they sit:\n\n";
+    int literature = 0;
+    const size_t shown = outliers ? outliers : std::min<size_t>(3, by_ratio.size());
+    for (size_t i = 0; i < shown; ++i) {
+        const QuantizerPlace place = quantizer_place(by_ratio[i]->name);
+        literature += place.where_outliers_are_reported;
+        md += "- `" + by_ratio[i]->name + "`, " + fixed(mean(by_ratio[i]->ratio), 1) + ": " + place.description + "\n";
+    }
+    return md + "\n" + std::to_string(literature) + " of these " + std::to_string(shown) +
+           " sit where the literature puts BERT's outliers (the FFN's output and the residual stream summed before "
+           "LayerNorm; Bondarenko et al. 2021).\n\n";
+}
+
 // The stage table of one group, with its plots written under plots/ as `name`_*.
 std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std::vector<const SweepRun*>& runs,
                         const std::string& name) {
     std::vector<StageRow> rows;
+    std::vector<PipelineResults> finished;
     std::vector<std::string> metrics, done, curves;
     std::string precision;  // the first run's: a grid over training.bf16 puts each in its own group
     for (const SweepRun* run : runs) {
         const std::string dir = finished_dir(sweep, *run);
         if (dir.empty()) continue;
         const fs::path file = fs::path(dir) / "results.json";
-        const PipelineResults results = pipeline_results_from_json(read_json_file(file.string()), file.string());
+        const PipelineResults& results =
+            finished.emplace_back(pipeline_results_from_json(read_json_file(file.string()), file.string()));
         if (metrics.empty()) {
             metrics = shown_metrics(results.fp32);
             precision = precision_sentence(results.config);
@@ -148,7 +195,7 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
                             metrics.back() + " (%)", labels, values));
     md += "\n![" + metrics.back() + " by stage](" + chart + ")\n\nTraining loss:";
     for (const std::string& c : curves) md += " " + c;
-    return md + "\n\n";
+    return md + "\n\n" + quantizer_section(finished);
 }
 
 }  // namespace

@@ -274,3 +274,50 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
                              "plots/run-003_qat_loss.svg", "plots/run-000_fp32_eval.svg", "results.json"})
         EXPECT_TRUE(fs::exists(dir.path() / "tables" / file)) << file;
 }
+
+TEST(Sweep, PipelineReportGivesEachQuantizersOutlierRatioAndSqnrOverTheRuns) {
+    TempDir dir;
+    qdq::testing::write_task_files(dir);
+    const std::string path = write_sweep(dir, {{"command", "pipeline"},
+                                               {"results_dir", (dir.path() / "tables").string()},
+                                               {"metric", "qat_accuracy"},
+                                               {"grid", {{"training.seed", {1, 2}}}}});
+    Sweep sweep = load_sweep(path);
+    // Per run: the FFN output's max and p99.99 (ratios 10 and 5) and its SQNR at mse, where QAT
+    // started (not at max); the attention output's (ratios 2 and 3); a weight's SQNR.
+    const double ffn_p9999[2] = {1.0, 2.0}, ffn_sqnr[2] = {20, 30};
+    for (size_t r = 0; r < 2; ++r) {
+        const std::string run = sweep.runs[r].dir;
+        PipelineResults results;
+        results.config = {{"training", {{"seed", sweep.runs[r].values["training.seed"]}}}};
+        results.fp32 = {{{"accuracy", 0.8}}, {}};
+        results.calibration.metric = "accuracy";
+        results.calibration.fp32 = results.fp32;
+        results.calibration.methods = {{"mse", results.fp32, run + "/calibrate/mse/model.h5"}};
+        results.calibration.best = "mse";
+        results.qat_from = "mse";
+        results.qat = results.fp32;
+        QuantizerStats ffn{"bert.encoder.layer.1.output.add_local_input_quantizer", {}, {}, {}};
+        ffn.methods = {{"max", {10, 0, 99}}, {"percentile-99.99", {ffn_p9999[r], 1e-4, 50}}, {"mse", {3, 1e-3, ffn_sqnr[r]}}};
+        QuantizerStats attn{"bert.encoder.layer.0.attention.output.add_local_input_quantizer", {}, {}, {}};
+        attn.methods = {{"max", {6, 0, 30}}, {"percentile-99.99", {r ? 2.0 : 3.0, 1e-4, 31}}, {"mse", {2, 1e-3, 32}}};
+        QuantizerStats weight{"bert.encoder.layer.0.output.dense._weight_quantizer", WeightRangeStats{0.5, 0.1, 0, 40.0 + (double)r}, {}, {}};
+        results.calibration.quantizers = {ffn, attn, weight};
+        for (const char* stage : {"fp32", "qat"}) {
+            fs::create_directories(fs::path(run) / stage);
+            std::ofstream(fs::path(run) / stage / "metrics.jsonl") << "{\"step\":1,\"loss\":0.7}\n";
+        }
+        write_json_file((fs::path(run) / "results.json").string(), pipeline_results_to_json(results));
+    }
+    const std::string md = write_sweep_report(sweep, sweep_results(sweep));
+    // Ratios 10 and 5: 7.5 ± 3.54; SQNR at mse 20 and 30: 25 ± 7.07; the weight's 40 and 41.
+    EXPECT_NE(md.find("| `bert.encoder.layer.1.output.add_local_input_quantizer` | 7.5 ± 3.5 | 25.0 ± 7.1 |"),
+              std::string::npos) << md;
+    EXPECT_NE(md.find("| `bert.encoder.layer.0.attention.output.add_local_input_quantizer` | 2.5 ± 0.7 | 32.0 ± 0.0 |"),
+              std::string::npos) << md;
+    EXPECT_NE(md.find("| `bert.encoder.layer.0.output.dense._weight_quantizer` |  | 40.5 ± 0.7 |"), std::string::npos) << md;
+    EXPECT_NE(md.find("at least 5 (a Gaussian's is about 1.4): 1 of 2. Where they sit:\n\n"
+                      "- `bert.encoder.layer.1.output.add_local_input_quantizer`, 7.5: FFN output, in the sum before "
+                      "the FFN's LayerNorm\n\n1 of these 1 sit where the literature"),
+              std::string::npos) << md;
+}
