@@ -39,10 +39,11 @@ std::vector<QatVariantResult> qat_variants_from_json(const json& list, const std
 std::vector<PipelineRow> pipeline_rows(const PipelineResults& r) {
     std::vector<PipelineRow> rows = {{"FP32", "", r.fp32, {}, {}}};
     for (const CalibratedMethod& m : r.calibration.methods) rows.push_back({"PTQ " + m.name, "", m.metrics, {}, {}});
+    // The method and the float set vary by run; a sweep gathers them in the row's "from".
     if (r.budget)
-        rows.push_back({"PTQ " + r.budget->method + " within " + fixed(r.budget->budget, 2) + " points (" +
-                            std::to_string(r.budget->float_quantizers.size()) + " quantizers in float)",
-                        "", r.budget->metrics, {}, {}});
+        rows.push_back({"PTQ within " + fixed(r.budget->budget, 2) + " points",
+                        r.budget->method + " with " + std::to_string(r.budget->float_quantizers.size()) + " in float",
+                        r.budget->metrics, {}, {}});
     rows.push_back({"QAT", r.qat_from, r.qat, {}, {}});
     for (const QatVariantResult& v : r.qat_variants) rows.push_back({"QAT " + v.name, r.qat_from, v.test, {}, {}});
     if (r.onnx) {
@@ -64,6 +65,11 @@ Metrics pipeline_summary(const PipelineResults& r) {
     Metrics summary;
     add_prefixed(summary, "fp32_", r.fp32);
     if (const CalibratedMethod* m = find_method(r.calibration, r.qat_from)) add_prefixed(summary, "ptq_", m->metrics);
+    if (r.budget) {
+        add_prefixed(summary, "ptq_budget_", r.budget->metrics);
+        summary.values["ptq_budget_float_quantizers"] = (double)r.budget->float_quantizers.size();
+        summary.counts.insert("ptq_budget_float_quantizers");
+    }
     add_prefixed(summary, "qat_", r.qat);
     for (const QatVariantResult& v : r.qat_variants) add_prefixed(summary, "qat_" + v.name + "_", v.test);
     if (r.onnx) {

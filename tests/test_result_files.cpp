@@ -233,7 +233,9 @@ TEST(OnnxEvaluationFile, HoldsAThirdModelAfterABudgetAndTheReportGivesTheFloatSe
                                     .float_quantizers = {"a._input_quantizer", "b._weight_quantizer"}};
     const std::vector<PipelineRow> rows = pipeline_rows(r);
     ASSERT_EQ(rows.size(), 8u);  // FP32, two PTQ, PTQ within the budget, QAT, three ONNX models
+    EXPECT_EQ(row_label(rows[3]), "PTQ within 0.50 points (from max with 2 in float)");
     EXPECT_EQ(row_label(rows[4]), "QAT (from max)");
+    EXPECT_EQ(pipeline_summary(r).values.at("ptq_budget_float_quantizers"), 2);
     EXPECT_EQ(rows[7].model, "ONNX Runtime INT8 (PTQ max, every quantizer, onnxruntime-cpu Q/DQ)");
     EXPECT_EQ(rows[7].latency_ms, 0.5);
     EXPECT_EQ(pipeline_summary(r).values.at("onnx_int8_every_latency_ms"), 0.5);
