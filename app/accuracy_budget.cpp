@@ -93,7 +93,7 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     if (!method) throw std::runtime_error(where + ": calibration holds no method '" + method_name + "'");
     RunConfig c = calibrate;
     c.model.init = method->checkpoint;
-    MatmulPrecisionGuard precision(run_matmul_precision(c.training));
+    MatmulPrecisionGuard precision(eval_matmul_precision(c));
     std::unique_ptr<Task> task = make_task(c, {.train = false, .eval = true});
     const Quantizers quantizers = task->model().named_quantizers();
     const int64_t batch_size = c.training.per_device_eval_batch_size;

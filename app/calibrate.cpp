@@ -190,7 +190,7 @@ std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& co
 CalibrationResult calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
     if (!config.quantization) throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
     const QuantizationConfig& qc = *config.quantization;
-    MatmulPrecisionGuard precision(run_matmul_precision(config.training));
+    MatmulPrecisionGuard precision(eval_matmul_precision(config));
     nn::Module& model = task.model();
     const Quantizers quantizers = model.named_quantizers();
     if (quantizers.empty()) throw std::runtime_error(config.source + ": the quantization section attaches no quantizer");

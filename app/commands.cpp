@@ -65,7 +65,7 @@ E option_choice(std::map<std::string, std::string>& options, const std::string& 
 }
 
 int run_eval(const RunConfig& config, std::map<std::string, std::string>& options) {
-    MatmulPrecisionGuard precision(run_matmul_precision(config.training));
+    MatmulPrecisionGuard precision(eval_matmul_precision(config));
     std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false});
     load_model_weights(task->model(), options["--checkpoint"]);
     write_output(task->evaluate(config.training.per_device_eval_batch_size), options);
@@ -101,7 +101,7 @@ int run_pipeline(const RunConfig& config, std::map<std::string, std::string>&) {
 }
 
 int run_predict(const RunConfig& config, std::map<std::string, std::string>& options) {
-    MatmulPrecisionGuard precision(run_matmul_precision(config.training));
+    MatmulPrecisionGuard precision(eval_matmul_precision(config));
     std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
     load_model_weights(task->model(), options["--checkpoint"]);
     write_output(task->predict(options["--input"], config.training.per_device_eval_batch_size), options);

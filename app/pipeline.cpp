@@ -48,7 +48,7 @@ Metrics test_metrics(const RunConfig& stage) {
     c.model.init = dir + "/model.h5";
     c.data.validation_fraction = 0;
     c.distillation.reset();
-    MatmulPrecisionGuard precision(run_matmul_precision(c.training));
+    MatmulPrecisionGuard precision(eval_matmul_precision(c));
     std::unique_ptr<Task> task = make_task(c, {.train = false, .eval = true});
     const Metrics metrics = task_metrics(evaluate_on_ranks(*task, c.training.per_device_eval_batch_size));
     if (world().is_root()) write_json_file(done, metrics_to_json(metrics));

@@ -54,8 +54,11 @@ void share_largest_range(TensorQuantizer* a, TensorQuantizer* b, TensorQuantizer
 QuantizationConfig quantization_config_from_json(const nlohmann::json& j, const std::string& source) {
     JsonFields f(j, "quantization", source);
     QuantizationConfig c;
-    if (f.has("input")) c.input = quant_descriptor_from_json(f.section("input"), source, "quantization.input");
-    if (f.has("weight")) c.weight = quant_descriptor_from_json(f.section("weight"), source, "quantization.weight");
+    // A descriptor given in part keeps QDQBERT's defaults for the rest: {"weight": {"num_bits": 4}}
+    // stays per channel, {"input": {"num_bits": 4}} keeps its histogram.
+    if (f.has("input")) c.input = quant_descriptor_from_json(f.section("input"), source, "quantization.input", c.input);
+    if (f.has("weight"))
+        c.weight = quant_descriptor_from_json(f.section("weight"), source, "quantization.weight", c.weight);
     f.read("per_tensor_weights", c.per_tensor_weights);
     if (c.per_tensor_weights) c.weight.axis.reset();
     f.read("quantize_attention", c.quantize_attention);

@@ -3,7 +3,8 @@
 //
 //   {"input":  {QuantDescriptor},  activations (quant/quant_descriptor.h); default per tensor,
 //                                  8 bits, histogram calibration (the recipe's)
-//    "weight": {QuantDescriptor},  default per channel over axis 0 of [out, in], max calibration
+//    "weight": {QuantDescriptor},  default per channel over axis 0 of [out, in], max calibration;
+//                                  keys left out of either keep these defaults
 //    "per_tensor_weights": false,  one amax per weight instead (--quant-per-tensor)
 //    "quantize_attention": true,   both operands of Q·Kᵀ and of probabilities·V
 //    "quantize_residual": true,    both addends of the two residual adds before LayerNorm

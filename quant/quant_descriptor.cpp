@@ -43,9 +43,10 @@ void validate(const QuantDescriptor& d) {
         fail("histogram calibration is per tensor only: axis must be null");
 }
 
-QuantDescriptor quant_descriptor_from_json(const nlohmann::json& j, const std::string& source, const std::string& path) {
+QuantDescriptor quant_descriptor_from_json(const nlohmann::json& j, const std::string& source, const std::string& path,
+                                           const QuantDescriptor& defaults) {
     JsonFields f(j, path, source);
-    QuantDescriptor d;
+    QuantDescriptor d = defaults;
     f.read("num_bits", d.num_bits);
     if (d.num_bits < 2 || d.num_bits > 16) f.fail("num_bits", "must be in [2, 16], got " + std::to_string(d.num_bits));
     f.read("axis", d.axis);

@@ -55,10 +55,11 @@ void validate(const QuantDescriptor& desc);
 
 // JSON keys as PQ's keyword arguments: {"num_bits": 8, "axis": 0 | null, "unsigned": false,
 // "narrow_range": false, "calib_method": "max" | "histogram", "amax": 2.5 | [..] | null,
-// "learn_amax": false, "learn_step_size": false}. Every key is optional; unknown keys and wrong types are errors naming
-// the key (under `path`, its dotted place in `source`). to_json writes every key.
+// "learn_amax": false, "learn_step_size": false}. Every key is optional: a missing one keeps
+// its value in `defaults` (PQ's QuantDescriptor() unless given); unknown keys and wrong types
+// are errors naming the key (under `path`, its dotted place in `source`). to_json writes every key.
 QuantDescriptor quant_descriptor_from_json(const nlohmann::json& j, const std::string& source,
-                                           const std::string& path = "");
+                                           const std::string& path = "", const QuantDescriptor& defaults = {});
 void from_json(const nlohmann::json& j, QuantDescriptor& desc);  // source "quant descriptor"
 void to_json(nlohmann::json& j, const QuantDescriptor& desc);
 

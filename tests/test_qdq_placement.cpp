@@ -388,6 +388,13 @@ TEST(QdqPlacementConfig, DefaultsAreTheRecipesAndRoundTrip) {
     EXPECT_EQ(quantization_config_to_json(config(once)), once);
     EXPECT_EQ(once["weight"]["axis"], nullptr);
     EXPECT_EQ(once["clip_gelu"], 10.0);
+    // A descriptor given in part keeps the defaults of the keys it leaves out.
+    QuantizationConfig w4a4 = config({{"input", {{"num_bits", 4}}}, {"weight", {{"num_bits", 4}}}});
+    EXPECT_EQ(w4a4.input.num_bits, 4);
+    EXPECT_EQ(w4a4.input.calib_method, CalibMethod::Histogram);
+    EXPECT_EQ(w4a4.weight.num_bits, 4);
+    EXPECT_EQ(w4a4.weight.axis, std::optional<int64_t>(0));
+    EXPECT_FALSE(config({{"weight", {{"axis", nullptr}}}}).weight.axis);
 }
 
 TEST(QdqPlacementConfig, ErrorsNameTheKey) {

@@ -12,6 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include "autograd/gemm_bf16.h"
+#include "autograd/matmul_precision.h"
 #include "io/hdf5_weights.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/metrics_records.h"
@@ -304,6 +306,33 @@ TEST(Trainer, Bf16WithoutAKernelRunsFp32AndSaysSoOnce) {
     EXPECT_EQ(fallback.output.find(line, at + 1), std::string::npos) << "said more than once";
     expect_same_weights(dir.path() / "fp32" / "model.h5", dir.path() / "fallback" / "model.h5");
     EXPECT_EQ(metrics_records(dir.path() / "fp32"), metrics_records(dir.path() / "fallback"));
+}
+
+// A quantized model trained with bf16 products is scored with FP32 ones, as its INT8 export
+// runs: eval_results.json is what FP32 products make of model.h5, and (where a bf16 kernel
+// runs) not what bf16 products make of it.
+TEST(Trainer, Bf16QatIsScoredWithFp32Products) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "qat");
+    raw["training"]["bf16"] = true;
+    raw["quantization"] = {{"input", {{"calib_method", "max"}, {"amax", 4.0}}},
+                           {"weight", {{"axis", 0}, {"amax", 0.5}}},
+                           {"calibrator", "max"}};
+    Process qat = run_qdqtrain("train " + write_config(dir, "qat.json", raw));
+    ASSERT_EQ(qat.status, 0) << qat.output;
+    const fs::path run = dir.path() / "qat";
+    std::unique_ptr<Task> task = make_task(load_run_config((run / "config.json").string()), {false, true});
+    load_model_weights(task->model(), (run / "model.h5").string());
+    nlohmann::json saved;
+    std::ifstream(run / "eval_results.json") >> saved;
+    {
+        MatmulPrecisionGuard fp32(MatmulPrecision::F32);
+        EXPECT_EQ(task->evaluate(16), saved);
+    }
+    if (bf16_kernel() == Bf16Kernel::None) GTEST_SKIP() << "no bf16 kernel here: bf16 products are FP32 ones";
+    MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+    EXPECT_NE(task->evaluate(16)["eval_loss"], saved["eval_loss"]);
 }
 
 TEST(Cli, ExitCodesAndErrorsNameTheKey) {

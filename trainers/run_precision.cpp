@@ -16,4 +16,8 @@ MatmulPrecision run_matmul_precision(const TrainingSettings& training) {
     return MatmulPrecision::BF16;
 }
 
+MatmulPrecision eval_matmul_precision(const RunConfig& config) {
+    return config.quantization ? MatmulPrecision::F32 : run_matmul_precision(config.training);
+}
+
 }  // namespace qdq

@@ -248,9 +248,15 @@ void save(Run& r) {
     prune_checkpoints(r.out_dir, r.t.save_total_limit, r.t.load_best_model_at_end ? r.state.best_checkpoint : "");
 }
 
+// The task's metrics, in the precision the model is scored in (eval_matmul_precision).
+nlohmann::json scored_metrics(Run& r) {
+    MatmulPrecisionGuard precision(eval_matmul_precision(r.config));
+    return evaluate_on_ranks(r.task, r.t.per_device_eval_batch_size);
+}
+
 // Logs the task's metrics; returns true when they are the best so far.
 bool evaluate(Run& r, RunLog& log) {
-    r.last_metrics = evaluate_on_ranks(r.task, r.t.per_device_eval_batch_size);
+    r.last_metrics = scored_metrics(r);
     r.last_evaluated = r.state.step;
     nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()}};
     if (r.state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = r.state.input_tokens_seen;
@@ -291,7 +297,7 @@ TrainOutcome finish(Run& r, RunLog& log) {
         r.state.best_checkpoint != checkpoint_name(r.state.step)) {
         const std::string best = r.out_dir + "/" + r.state.best_checkpoint;
         nn::load_state_dict(r.model, load_checkpoint(best).model, best);
-        r.last_metrics = evaluate_on_ranks(r.task, r.t.per_device_eval_batch_size);
+        r.last_metrics = scored_metrics(r);
         log.note("loaded the best model (" + r.state.best_checkpoint + ", " + r.metric + " " +
                  std::to_string(*r.state.best_metric) + ")");
     }
