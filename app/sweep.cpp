@@ -224,13 +224,12 @@ int run_sweep(const Sweep& sweep, const std::string& binary, const std::function
         if (it == running.end()) return;
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         std::printf("%s %s\n", ok ? "done  " : "FAILED", it->second->dir.c_str());
-        std::fflush(stdout);
         if (!ok) {
             std::printf("       see %s/run.log\n", it->second->dir.c_str());
             ++failed;
-        } else if (finished) {
-            finished(*it->second);
         }
+        std::fflush(stdout);
+        if (ok && finished) finished(*it->second);
         running.erase(it);
     };
     for (const SweepRun& run : sweep.runs) {
