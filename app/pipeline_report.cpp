@@ -84,10 +84,12 @@ std::string budget_sentence(const PipelineResults& results) {
     const AccuracyBudgetResult& b = *results.budget;
     std::string rows;
     for (const std::string& row : b.left_in_float) rows += (rows.empty() ? "" : ", ") + row;
+    const size_t n = b.float_quantizers.size();
+    const std::string loss = b.loss >= 0 ? fixed(b.loss, 2) + " points below FP32" : fixed(-b.loss, 2) + " points above FP32";
     return " Accuracy budget " + fixed(b.budget, 2) + " points: " +
            (b.left_in_float.empty() ? std::string("the PTQ model was within it, nothing left in float")
-                                    : std::to_string(b.float_quantizers.size()) + " quantizers left in float (" + rows +
-                                          "), " + fixed(b.loss, 2) + " points below FP32 where chosen" +
+                                    : std::to_string(n) + (n == 1 ? " quantizer" : " quantizers") + " left in float (" +
+                                          rows + "), " + loss + " where chosen" +
                                           (b.held ? "" : ", which is still over the budget")) +
            "; QAT and the INT8 export leave the same ones out." + float_set_latency_sentence(results);
 }
