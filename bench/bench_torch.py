@@ -9,9 +9,11 @@ torch.autocast("cpu", dtype=torch.bfloat16), as Hugging Face's Trainer runs with
 rows are named <workload>_bf16 as ours are; PyTorch's oneDNN uses AMX where it can. On some VMs
 that dies (oneDNN 2.6 reads a CPUID leaf they hide), so run.sh runs the bf16 rows in a process
 of their own. Run with a Python that has torch (on Debian: /usr/bin/python3 with python3-torch).
+With --device cuda (PyTorch 2) every tensor lives on the GPU and --bf16 autocasts there; FP32
+products stay FP32 (PyTorch leaves TF32 off for matmuls, as cuBLAS does for the product).
 
 Usage: bench_torch.py [--warmup N] [--reps N] [--steps N] [--threads N] [--only SUBSTRING]
-                      [--no-gemm] [--no-train] [--bf16]
+                      [--no-gemm] [--no-train] [--bf16] [--device cpu|cuda]
 --warmup overrides every workload's default; --reps counts GEMM repetitions, --steps
 training steps, as in bench_gemm and bench_train.
 """
@@ -77,7 +79,7 @@ def blas_description(lib, path):
 def precision(args):
     """The context every timed call runs in: autocast to bf16 with --bf16, else nothing."""
     if args.bf16:
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(args.device, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -338,7 +340,11 @@ def main():
     parser.add_argument("--no-gemm", action="store_true")
     parser.add_argument("--no-train", action="store_true")
     parser.add_argument("--bf16", action="store_true", help="autocast to bf16; rows named <workload>_bf16")
+    parser.add_argument("--device", default="cpu",
+                        help="cuda: every tensor on the GPU (PyTorch 2), as bench_train runs where one is present")
     args = parser.parse_args()
+    if args.device != "cpu":
+        torch.set_default_device(args.device)
 
     torch.set_num_threads(args.threads)
     blas, blas_path = loaded_openblas()
@@ -347,7 +353,7 @@ def main():
         blas.openblas_set_num_threads(args.threads)
     torch.manual_seed(0)
     print(f"# bench_torch.py (PyTorch {torch.__version__}), {torch.get_num_threads()} threads, "
-          f"batch {BATCH} x seq {SEQ}, median of N")
+          f"batch {BATCH} x seq {SEQ}, median of N, on {args.device}")
     print(f"# gemm: {blas_description(blas, blas_path)}")
     print_header()
     with torch.no_grad():

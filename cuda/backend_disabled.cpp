@@ -28,6 +28,10 @@ void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64
                int64_t) {
     unavailable();
 }
+void gemm_batched(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
+                  float*, int64_t, const GemmBatch&, bool) {
+    unavailable();
+}
 void to_bf16(uint16_t*, const float*, int64_t) { unavailable(); }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void add_trailing(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }

@@ -1,5 +1,8 @@
-// Device allocation, copies and device queries.
+// Device allocation (through cuda/block_cache.h), copies and device queries.
+#include <mutex>
+
 #include "cuda/backend.h"
+#include "cuda/block_cache.h"
 #include "cuda/check.h"
 
 namespace qdq::cuda {
@@ -44,13 +47,43 @@ std::string runtime_versions() {
     return "driver " + version(driver) + ", runtime " + version(runtime);
 }
 
+namespace {
+
+struct DeviceBlocks {
+    std::mutex mutex;
+    BlockCache cache;
+};
+
+// Never destroyed: a tensor freed during static destruction still finds it.
+DeviceBlocks& blocks() {
+    static DeviceBlocks* b = new DeviceBlocks;
+    return *b;
+}
+
+}  // namespace
+
+// Every kernel, copy and cuBLAS call runs on the default stream, so a block reused after
+// device_free is written only after the work that read it: no event is needed.
 void* device_alloc(size_t bytes) {
-    void* ptr = nullptr;
-    QDQ_CUDA_CHECK(cudaMalloc(&ptr, bytes ? bytes : 1));
+    const size_t size = block_size_class(bytes);
+    DeviceBlocks& b = blocks();
+    std::lock_guard lock(b.mutex);
+    void* ptr = b.cache.take(size);
+    if (!ptr && cudaMalloc(&ptr, size) != cudaSuccess) {
+        cudaGetLastError();  // out of memory, most likely: release what the cache holds, then once more
+        for (void* unused : b.cache.drain()) cudaFree(unused);
+        QDQ_CUDA_CHECK(cudaMalloc(&ptr, size));
+    }
+    b.cache.hand_out(ptr, size);
     return ptr;
 }
 
-void device_free(void* ptr) { cudaFree(ptr); }
+void device_free(void* ptr) {
+    if (!ptr) return;
+    DeviceBlocks& b = blocks();
+    std::lock_guard lock(b.mutex);
+    b.cache.give_back(ptr);
+}
 
 void memset_zero(void* ptr, size_t bytes) { QDQ_CUDA_CHECK(cudaMemset(ptr, 0, bytes)); }
 

@@ -14,24 +14,31 @@ static cublasHandle_t handle() {
     return h;
 }
 
+static cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
           int64_t ldc) {
     if (M == 0 || N == 0) return;
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
-    QDQ_CUBLAS_CHECK(cublasSgemm(handle(), g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N,
+    QDQ_CUBLAS_CHECK(cublasSgemm(handle(), op(g.trans_first), op(g.trans_second),
                                  (int)g.m, (int)g.n, (int)g.k, &alpha, g.first, (int)g.ld_first, g.second,
                                  (int)g.ld_second, &beta, g.out, (int)g.ld_out));
 }
 
 namespace {
 
-// The bf16 bits of a stored matrix of `rows` rows of `cols` used values, `ld` apart: the same
-// layout, so the leading dimension stays.
+// Elements from the first to the last used one of `count` matrices, `stride` apart, each of
+// `rows` rows of `cols` used values, `ld` apart.
+int64_t stored_span(int64_t rows, int64_t cols, int64_t ld, int64_t count, int64_t stride) {
+    if (rows <= 0 || cols <= 0 || count <= 0) return 0;
+    return (count - 1) * stride + (rows - 1) * ld + cols;
+}
+
+// The bf16 bits of n stored floats, in the same layout, so leading dimensions and strides stay.
 struct Bf16Copy {
     uint16_t* bits = nullptr;
-    Bf16Copy(const float* x, int64_t rows, int64_t cols, int64_t ld) {
-        const int64_t n = rows > 0 && cols > 0 ? (rows - 1) * ld + cols : 0;
+    Bf16Copy(const float* x, int64_t n) {
         bits = static_cast<uint16_t*>(device_alloc((size_t)n * sizeof(uint16_t)));
         to_bf16(bits, x, n);
     }
@@ -44,14 +51,31 @@ struct Bf16Copy {
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-    if (M == 0 || N == 0) return;
-    const Bf16Copy a(A, trans_a ? K : M, trans_a ? M : K, lda), b(B, trans_b ? N : K, trans_b ? K : N, ldb);
+    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, true);
+}
+
+// cublasSgemmStridedBatched, or with bf16 copies of the operands cublasGemmStridedBatchedEx
+// (FP32 compute). column_major_gemm swaps the operands, so cuBLAS's first is B, its second A.
+void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmBatch& batch,
+                  bool bf16) {
+    if (M == 0 || N == 0 || batch.count == 0) return;
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
-    // The swap of column_major_gemm: cuBLAS's first operand is B, its second A.
-    QDQ_CUBLAS_CHECK(cublasGemmEx(handle(), g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g.m, (int)g.n, (int)g.k, &alpha, b.bits,
-                                  CUDA_R_16BF, (int)g.ld_first, a.bits, CUDA_R_16BF, (int)g.ld_second, &beta, g.out,
-                                  CUDA_R_32F, (int)g.ld_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    const int count = (int)batch.count;
+    if (!bf16) {
+        QDQ_CUBLAS_CHECK(cublasSgemmStridedBatched(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
+                                                   (int)g.k, &alpha, g.first, (int)g.ld_first, batch.stride_b,
+                                                   g.second, (int)g.ld_second, batch.stride_a, &beta, g.out,
+                                                   (int)g.ld_out, batch.stride_c, count));
+        return;
+    }
+    const Bf16Copy a(A, stored_span(trans_a ? K : M, trans_a ? M : K, lda, batch.count, batch.stride_a));
+    const Bf16Copy b(B, stored_span(trans_b ? N : K, trans_b ? K : N, ldb, batch.count, batch.stride_b));
+    QDQ_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
+                                                (int)g.k, &alpha, b.bits, CUDA_R_16BF, (int)g.ld_first, batch.stride_b,
+                                                a.bits, CUDA_R_16BF, (int)g.ld_second, batch.stride_a, &beta, g.out,
+                                                CUDA_R_32F, (int)g.ld_out, batch.stride_c, count, CUBLAS_COMPUTE_32F,
+                                                CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace qdq::cuda

@@ -148,6 +148,35 @@ TEST(Cuda, AddAndMatmulDispatchByDeviceForwardAndBackward) {
     expect_close(gpu[2], cpu[2], 1e-5f, 1e-5f, "grad b");
 }
 
+// Batched products, as attention's per-head ones (one strided-batched cuBLAS call on a GPU), with
+// every transpose, in FP32 and bf16, and a shared B under a transposed A (whose gradient sums
+// over the batch, so it stays one GEMM per entry): output and both gradients as on the CPU.
+TEST(Cuda, BatchedMatmulsMatchTheCpuForEveryTransposeAndPrecision) {
+    REQUIRE_CUDA_DEVICE();
+    for (bool bf16 : {false, true})
+        for (int form = 0; form < 5; ++form) {
+            const bool trans_a = form & 1, trans_b = form & 2, shared_b = form == 4;
+            SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + " trans_a " + std::to_string(trans_a) + " trans_b " +
+                         std::to_string(trans_b) + (shared_b ? " shared b" : ""));
+            const Tensor a = random_tensor(trans_a || shared_b ? Shape{2, 3, 9, 5} : Shape{2, 3, 5, 9}, 40 + form);
+            const Shape b_shape = shared_b ? Shape{9, 4} : trans_b ? Shape{2, 3, 4, 9} : Shape{2, 3, 9, 4};
+            const Tensor b = random_tensor(b_shape, 50 + form);
+            const Tensor grad = random_tensor({2, 3, 5, 4}, 60 + form);
+            auto run = [&](Device device) {
+                MatmulPrecisionGuard precision(bf16 ? MatmulPrecision::BF16 : MatmulPrecision::F32);
+                Tensor da = a.to(device).set_requires_grad(), db = b.to(device).set_requires_grad();
+                Tensor y = matmul(da, db, trans_a || shared_b, trans_b);
+                backward(y, grad.to(device));
+                return std::vector<Tensor>{y.detach().to(Device::CPU), da.grad().to(Device::CPU),
+                                           db.grad().to(Device::CPU)};
+            };
+            const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+            expect_close(gpu[0], cpu[0], 1e-5f, 1e-5f, "output");
+            expect_close(gpu[1], cpu[1], 1e-5f, 1e-5f, "grad a");
+            expect_close(gpu[2], cpu[2], 1e-5f, 1e-5f, "grad b");
+        }
+}
+
 // GELU, dropout and the embedding on the device, forward and backward, against the CPU: the
 // mask and the gathered rows exactly, GELU within the two sides' different erfc and exp.
 TEST(Cuda, GeluDropoutAndEmbeddingDispatchByDevice) {

@@ -24,11 +24,18 @@ namespace {
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                         const float*, int64_t, float, float*, int64_t);
 
-GemmFn gemm_on(Device device) {
-    const bool bf16 = matmul_precision() == MatmulPrecision::BF16;
-    if (device == Device::CUDA) return bf16 ? &cuda::gemm_bf16 : &cuda::gemm;
-    return bf16 ? &gemm_bf16 : &qdq::gemm;
-}
+// Where and in what precision a product runs: chosen when the op runs forward, kept by its
+// backward closure.
+struct GemmChoice {
+    Device device;
+    bool bf16;
+    GemmFn one() const {
+        if (device == Device::CUDA) return bf16 ? &cuda::gemm_bf16 : &cuda::gemm;
+        return bf16 ? &gemm_bf16 : &qdq::gemm;
+    }
+};
+
+GemmChoice gemm_on(Device device) { return {device, matmul_precision() == MatmulPrecision::BF16}; }
 
 void check_float_input(const Tensor& t, const char* op, const char* name) {
     check(t.defined(), std::string(op) + ": " + name + " is undefined");
@@ -45,58 +52,70 @@ struct BatchedProduct {
     int64_t ldb() const { return trans_b ? K : N; }
 };
 
-// Runs body(i) for every batch entry. On the CPU, when there are enough entries to keep every
-// thread busy, the entries run in parallel and the GEMM library (called inside the parallel
-// region) single-threaded: for attention's many small per-head products that beats threading
-// each one. Otherwise the entries run one after the other with a threaded GEMM each.
-template <typename Body>
-void for_each_entry(int64_t batch, Device device, bool may_run_in_parallel, Body body) {
-    if (device == Device::CPU && may_run_in_parallel && batch > 1 &&
-        batch >= omp_get_max_threads()) {
-        parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) body(i);
+// C[i] = op(A[i])·op(B[i]) + beta·C[i] for i < batch.count, entry i at A + i·batch.stride_a (B, C
+// alike).
+// On the GPU, entries with outputs of their own are one strided-batched cuBLAS call: attention's
+// per-head products are hundreds of small GEMMs a layer, which one launch each leaves the GPU
+// waiting on the host. On the CPU, when there are enough entries to keep every thread busy, the
+// entries run in parallel and the GEMM library (called inside the parallel region)
+// single-threaded: for the per-head products that beats threading each one. Otherwise the
+// entries run one after the other. Entries that share an output (summing into it) never run
+// together.
+void products(const GemmChoice& gemm, const cuda::GemmBatch& batch, bool shared_output, bool trans_a, bool trans_b,
+              int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+              float* C, int64_t ldc) {
+    if (gemm.device == Device::CUDA && !shared_output) {
+        cuda::gemm_batched(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, batch, gemm.bf16);
+        return;
+    }
+    const GemmFn one = gemm.one();
+    auto entry = [&](int64_t i) {
+        one(trans_a, trans_b, M, N, K, 1.0f, A + i * batch.stride_a, lda, B + i * batch.stride_b, ldb, beta,
+            C + i * batch.stride_c, ldc);
+    };
+    if (gemm.device == Device::CPU && !shared_output && batch.count > 1 && batch.count >= omp_get_max_threads()) {
+        parallel_for(batch.count, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) entry(i);
         });
         return;
     }
-    for (int64_t i = 0; i < batch; ++i) body(i);
+    for (int64_t i = 0; i < batch.count; ++i) entry(i);
 }
 
-void product_forward(const BatchedProduct& p, Device device, GemmFn gemm_fn, float* y,
-                     const float* a, const float* b) {
-    for_each_entry(p.batch, device, true, [&](int64_t i) {
-        gemm_fn(p.trans_a, p.trans_b, p.M, p.N, p.K, 1.0f, a + i * p.stride_a, p.lda(),
-                b + i * p.stride_b, p.ldb(), 0.0f, y + i * p.stride_y, p.N);
-    });
+void product_forward(const BatchedProduct& p, const GemmChoice& gemm, float* y, const float* a, const float* b) {
+    products(gemm, {p.batch, p.stride_a, p.stride_b, p.stride_y}, false, p.trans_a, p.trans_b, p.M, p.N, p.K, a,
+             p.lda(), b, p.ldb(), 0.0f, y, p.N);
 }
 
 // Either gradient pointer may be null (that input needs none).
-void product_backward(const BatchedProduct& p, Device device, GemmFn gemm_fn, float* ga,
-                      float* gb, const float* gy, const float* a, const float* b) {
-    if (ga)
-        for_each_entry(p.batch, device, true, [&](int64_t i) {
-            const float* bi = b + i * p.stride_b;
-            const float* gyi = gy + i * p.stride_y;
-            float* gai = ga + i * p.stride_a;
-            if (!p.trans_a)
-                gemm_fn(false, !p.trans_b, p.M, p.K, p.N, 1.0f, gyi, p.N, bi, p.ldb(), 1.0f, gai,
-                        p.K);
-            else
-                gemm_fn(p.trans_b, true, p.K, p.M, p.N, 1.0f, bi, p.ldb(), gyi, p.N, 1.0f, gai,
-                        p.M);
-        });
-    if (gb)
-        // A shared B sums over the entries, so those GEMMs must not run concurrently.
-        for_each_entry(p.batch, device, p.stride_b != 0, [&](int64_t i) {
-            const float* ai = a + i * p.stride_a;
-            const float* gyi = gy + i * p.stride_y;
-            float* gbi = gb + i * p.stride_b;
-            if (!p.trans_b)
-                gemm_fn(!p.trans_a, false, p.K, p.N, p.M, 1.0f, ai, p.lda(), gyi, p.N, 1.0f, gbi,
-                        p.N);
-            else
-                gemm_fn(true, p.trans_a, p.N, p.K, p.M, 1.0f, gyi, p.N, ai, p.lda(), 1.0f, gbi,
-                        p.K);
-        });
+void product_backward(const BatchedProduct& p, const GemmChoice& gemm, float* ga, float* gb, const float* gy,
+                      const float* a, const float* b) {
+    if (ga) {
+        if (!p.trans_a)
+            products(gemm, {p.batch, p.stride_y, p.stride_b, p.stride_a}, false, false, !p.trans_b, p.M, p.K, p.N,
+                     gy, p.N, b, p.ldb(), 1.0f, ga, p.K);
+        else
+            products(gemm, {p.batch, p.stride_b, p.stride_y, p.stride_a}, false, p.trans_b, true, p.K, p.M, p.N,
+                     b, p.ldb(), gy, p.N, 1.0f, ga, p.M);
+    }
+    if (gb) {
+        // A shared B sums every entry's gradient into one buffer.
+        const bool shared = p.stride_b == 0;
+        if (!p.trans_b)
+            products(gemm, {p.batch, p.stride_a, p.stride_y, p.stride_b}, shared, !p.trans_a, false, p.K, p.N, p.M,
+                     a, p.lda(), gy, p.N, 1.0f, gb, p.N);
+        else
+            products(gemm, {p.batch, p.stride_y, p.stride_a, p.stride_b}, shared, true, p.trans_a, p.N, p.K, p.M,
+                     gy, p.N, a, p.lda(), 1.0f, gb, p.K);
+    }
+}
+
+// At least n ones on the GPU, for the bias GEMMs of linear. Kept and only grown: copying a fresh
+// vector to the device at every call would make the host wait for the GPU's queue each time.
+const float* device_ones(int64_t n) {
+    static thread_local Tensor ones;
+    if (!ones.defined() || ones.numel() < n) ones = full({std::max<int64_t>(n, 1)}, 1.0f).to(Device::CUDA);
+    return ones.f32();
 }
 
 }  // namespace
@@ -125,7 +144,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
     // A shared B with an untransposed A is a single product: the batch folds into M.
     if (shared_b && !trans_a) p = {1, p.batch * M, N, K, false, trans_b, 0, 0, 0};
 
-    GemmFn gemm_fn = gemm_on(a.device());
+    const GemmChoice gemm = gemm_on(a.device());
     Shape out_shape = batch_shape;
     out_shape.push_back(M);
     out_shape.push_back(N);
@@ -134,20 +153,19 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
         y = zeros(out_shape, DType::F32, a.device());
     } else {
         y = empty(out_shape, DType::F32, a.device());
-        product_forward(p, a.device(), gemm_fn, y.f32(), a.f32(), b.f32());
+        product_forward(p, gemm, y.f32(), a.f32(), b.f32());
     }
     if (needs_grad({a, b}))
-        record(y, {a, b}, [a, b, p, gemm_fn](const Tensor& gy) {
-            product_backward(p, a.device(), gemm_fn, grad_data_or_null(a), grad_data_or_null(b), gy.f32(), a.f32(),
-                             b.f32());
+        record(y, {a, b}, [a, b, p, gemm](const Tensor& gy) {
+            product_backward(p, gemm, grad_data_or_null(a), grad_data_or_null(b), gy.f32(), a.f32(), b.f32());
         });
     return y;
 }
 
 // x [R, in] (R = all leading dims), weight [out, in], y [R, out]:
 //   y = x·Wᵀ + b;  dx += dy·W;  dW += dyᵀ·x;  db += Σ_rows dy.
-// On the GPU the bias is broadcast and reduced by rank-1 GEMMs against a vector of ones, which
-// needs no kernel of its own.
+// On the GPU the bias is broadcast and reduced by rank-1 GEMMs against a vector of ones
+// (device_ones), which needs no kernel of its own.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_float_input(x, "linear", "x");
     check_float_input(weight, "linear", "weight");
@@ -168,16 +186,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     Shape out_shape = x.shape();
     out_shape.back() = out;
     Tensor y = empty(out_shape, DType::F32, device);
-    GemmFn gemm_fn = gemm_on(device);
-    Tensor ones;  // [rows] of 1, for the GPU's bias GEMMs
-    if (bias.defined() && device == Device::CUDA) ones = full({rows}, 1.0f).to(Device::CUDA);
+    const GemmFn gemm_fn = gemm_on(device).one();
 
     float beta = 0.0f;
     if (bias.defined()) {
         float* py = y.f32();
         const float* pb = bias.f32();
         if (device == Device::CUDA) {
-            gemm_fn(false, false, rows, out, 1, 1.0f, ones.f32(), 1, pb, out, 0.0f, py, out);
+            gemm_fn(false, false, rows, out, 1, 1.0f, device_ones(rows), 1, pb, out, 0.0f, py, out);
         } else {
             parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(out, 1)),
                          [&](int64_t begin, int64_t end) {
@@ -194,7 +210,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         y = zeros(out_shape, DType::F32, device);
 
     if (needs_grad({x, weight, bias}))
-        record(y, {x, weight, bias}, [x, weight, bias, ones, rows, out, in, gemm_fn](const Tensor& gy) {
+        record(y, {x, weight, bias}, [x, weight, bias, rows, out, in, gemm_fn](const Tensor& gy) {
             const float* g = gy.f32();
             if (x.requires_grad())
                 gemm_fn(false, false, rows, in, out, 1.0f, g, out, weight.f32(), in, 1.0f,
@@ -205,8 +221,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             if (bias.defined() && bias.requires_grad()) {
                 float* gb = bias.grad_buffer().f32();
                 if (x.is_cuda()) {
-                    gemm_fn(false, false, 1, out, rows, 1.0f, ones.f32(), rows, g, out, 1.0f, gb,
-                            out);
+                    gemm_fn(false, false, 1, out, rows, 1.0f, device_ones(rows), rows, g, out, 1.0f, gb, out);
                     return;
                 }
                 // Columns split across threads: each sums its columns over every row.

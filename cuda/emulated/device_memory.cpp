@@ -12,15 +12,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <bit>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <stdexcept>
-#include <vector>
 
 #include "cuda/backend.h"
+#include "cuda/block_cache.h"
 #include "cuda/emulated/device_access.h"
 #include "cuda/host_threads.h"
 
@@ -29,18 +26,15 @@ namespace qdq::cuda {
 namespace {
 
 constexpr size_t kReserved = size_t(1) << 38;  // address space only (MAP_NORESERVE)
-constexpr size_t kMinBlock = 256;
 
-// A bump allocator over the mapping with a free list per power-of-two block size: a test
-// build's allocator, simple rather than tight.
+// A bump allocator over the mapping, freed blocks reused by size class as on a GPU.
 struct Arena {
     std::mutex mutex;
     char* base = nullptr;
     size_t used = 0;                           // bytes bumped so far
     size_t opened = 0;                         // bytes currently readable (a page multiple)
     int open = 0;                              // nesting depth of DeviceMemoryAccess and launches
-    std::map<void*, size_t> sizes;             // live block -> its size
-    std::map<size_t, std::vector<void*>> free;  // size -> freed blocks
+    BlockCache blocks;
 
     Arena() {
         void* p = mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -95,15 +89,11 @@ std::string runtime_versions() { return "driver emulated, runtime emulated"; }
 
 void* device_alloc(size_t bytes) {
     (void)launches_open_memory;
-    const size_t size = std::bit_ceil(std::max(bytes, kMinBlock));
+    const size_t size = block_size_class(bytes);
     Arena& a = arena();
     std::lock_guard lock(a.mutex);
-    std::vector<void*>& reusable = a.free[size];
-    void* ptr = nullptr;
-    if (!reusable.empty()) {
-        ptr = reusable.back();
-        reusable.pop_back();
-    } else {
+    void* ptr = a.blocks.take(size);
+    if (!ptr) {
         if (a.used + size > kReserved) throw std::runtime_error("emulated device: out of memory");
         ptr = a.base + a.used;
         a.used += size;
@@ -112,7 +102,7 @@ void* device_alloc(size_t bytes) {
             a.opened = a.page_end(a.used);
         }
     }
-    a.sizes[ptr] = size;
+    a.blocks.hand_out(ptr, size);
     return ptr;
 }
 
@@ -120,10 +110,7 @@ void device_free(void* ptr) {
     if (!ptr) return;
     Arena& a = arena();
     std::lock_guard lock(a.mutex);
-    auto it = a.sizes.find(ptr);
-    if (it == a.sizes.end()) return;
-    a.free[it->second].push_back(ptr);
-    a.sizes.erase(it);
+    a.blocks.give_back(ptr);
 }
 
 void memset_zero(void* ptr, size_t bytes) {

@@ -42,4 +42,13 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
     column_major_sgemm(column_major_gemm(trans_a, trans_b, M, N, K, a.data(), lda, b.data(), ldb, C, ldc), alpha, beta);
 }
 
+// One entry after another, as cuBLAS's strided batch computes them.
+void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmBatch& batch,
+                  bool bf16) {
+    for (int64_t i = 0; i < batch.count; ++i)
+        (bf16 ? gemm_bf16 : gemm)(trans_a, trans_b, M, N, K, alpha, A + i * batch.stride_a, lda,
+                                  B + i * batch.stride_b, ldb, beta, C + i * batch.stride_c, ldc);
+}
+
 }  // namespace qdq::cuda

@@ -1,0 +1,48 @@
+// The device allocator's reuse (cuda/block_cache.h): size classes that waste at most a quarter
+// (or less than kMinBlock), keep cudaMalloc's alignment, and a freed block found again by any size of its class.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda/block_cache.h"
+
+using namespace qdq::cuda;
+
+TEST(BlockCache, SizeClassesWasteAtMostAQuarterAndKeepTheAlignment) {
+    EXPECT_EQ(block_size_class(0), kMinBlock);
+    EXPECT_EQ(block_size_class(1), kMinBlock);
+    EXPECT_EQ(block_size_class(256), 256u);
+    EXPECT_EQ(block_size_class(257), 512u);
+    EXPECT_EQ(block_size_class(4096), 4096u);
+    EXPECT_EQ(block_size_class(4097), 5120u);  // 4 KiB + a quarter of its octave
+    EXPECT_EQ(block_size_class(7169), 8192u);
+    for (size_t bytes = 1; bytes < (size_t(1) << 26); bytes = bytes * 3 / 2 + 7) {
+        const size_t size = block_size_class(bytes);
+        ASSERT_GE(size, bytes);
+        ASSERT_EQ(size % kMinBlock, 0u) << bytes;
+        ASSERT_LT(size - bytes, std::max(bytes / 4 + 1, kMinBlock)) << bytes;
+        ASSERT_EQ(block_size_class(size), size) << "a class is its own class";
+    }
+}
+
+TEST(BlockCache, AFreedBlockIsTakenAgainByItsClassOnly) {
+    BlockCache cache;
+    int storage[2];
+    void* a = &storage[0];
+    void* b = &storage[1];
+    const size_t size = block_size_class(5000);
+    EXPECT_EQ(cache.take(size), nullptr) << "an empty cache makes the caller allocate";
+    cache.hand_out(a, size);
+    cache.hand_out(b, block_size_class(100));
+    EXPECT_TRUE(cache.give_back(a));
+    EXPECT_FALSE(cache.give_back(a)) << "given back twice";
+    EXPECT_EQ(cache.take(block_size_class(100)), nullptr);
+    EXPECT_EQ(cache.take(block_size_class(4900)), a) << "4,900 and 5,000 bytes share a class";
+    EXPECT_EQ(cache.take(size), nullptr);
+    EXPECT_TRUE(cache.give_back(b));
+    int other = 0;
+    EXPECT_FALSE(cache.give_back(&other)) << "not handed out by this cache";
+    EXPECT_EQ(cache.drain(), std::vector<void*>{b});
+    EXPECT_EQ(cache.take(block_size_class(100)), nullptr) << "drained";
+}
