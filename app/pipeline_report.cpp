@@ -49,9 +49,10 @@ std::string choices_sentence(const RunConfig& config, const PipelineResults& res
 std::string precision_sentence(const nlohmann::json& run_config) {
     const nlohmann::json bf16 = run_config.value("/training/bf16"_json_pointer, nlohmann::json(false));
     if (!bf16.is_boolean() || !bf16.get<bool>()) return "Every framework row ran its matrix products in FP32.";
-    return "Every framework row (training, calibration, evaluation) ran its matrix products in bf16 with FP32 "
-           "accumulation (training.bf16; in FP32 on a CPU without a bf16 kernel, as the run's log says); ONNX "
-           "Runtime rows, where there are, run the exported FP32 and INT8 graphs.";
+    return "Training ran its matrix products in bf16 with FP32 accumulation (training.bf16; in FP32 on a CPU "
+           "without a bf16 kernel, as the run's log says), and so did the FP32 row's scoring; every quantized row "
+           "was scored with FP32 products, as the exported INT8 graph computes. ONNX Runtime rows, where there "
+           "are, run the exported FP32 and INT8 graphs.";
 }
 
 namespace {
