@@ -76,8 +76,25 @@ std::vector<std::pair<nlohmann::json, std::vector<const SweepRun*>>> seed_groups
     return groups;
 }
 
+// A list of quantizers with a value each and where each sits, then how many of them sit where
+// the literature puts BERT's outliers.
+std::string where_they_sit(const std::vector<std::pair<std::string, double>>& shown, const std::string& unit) {
+    std::string md;
+    int literature = 0;
+    for (const auto& [name, value] : shown) {
+        const QuantizerPlace place = quantizer_place(name);
+        literature += place.where_outliers_are_reported;
+        md += "- `" + name + "`, " + fixed(value, 1) + unit + ": " + place.description + "\n";
+    }
+    return md + "\n" + std::to_string(literature) + " of these " + std::to_string(shown.size()) +
+           " sit where the literature puts BERT's outliers (the FFN's output and the residual stream summed before "
+           "LayerNorm; Bondarenko et al. 2021).\n\n";
+}
+
 // Over the runs of one group: each quantizer's outlier ratio (activations) and its SQNR at the
-// range QAT started from, then the activations whose ratio marks outliers and where they sit.
+// range QAT started from; then the activations whose ratio marks outliers, and the activations
+// with the lowest SQNR, and where they sit. Both lists: an outlier that fills a few hidden
+// dimensions in every token lies below the 99.99th percentile, so only its SQNR shows it.
 std::string quantizer_section(const std::vector<PipelineResults>& runs) {
     struct Row {
         std::string name;
@@ -97,27 +114,32 @@ std::string quantizer_section(const std::vector<PipelineResults>& runs) {
                      "quantizer's SQNR at the range QAT started from (weights: per channel by max)";
     md += std::string(runs.size() > 1 ? ", mean ± standard deviation over the runs" : "") + ".\n\n";
     md += "| quantizer | max ÷ p99.99 | SQNR dB |\n|---|---:|---:|\n";
-    std::vector<const Row*> by_ratio;
+    std::vector<const Row*> activations;
     for (const Row& row : rows) {
         md += "| `" + row.name + "` | " + mean_std(row.ratio, 1) + " | " + mean_std(row.sqnr, 1) + " |\n";
-        if (!row.ratio.empty()) by_ratio.push_back(&row);
+        if (!row.ratio.empty()) activations.push_back(&row);
     }
-    std::stable_sort(by_ratio.begin(), by_ratio.end(), [](const Row* a, const Row* b) { return mean(a->ratio) > mean(b->ratio); });
+    auto by_ratio = activations, by_sqnr = activations;
+    std::stable_sort(by_ratio.begin(), by_ratio.end(),
+                     [](const Row* a, const Row* b) { return mean(a->ratio) > mean(b->ratio); });
     const size_t outliers = (size_t)std::count_if(by_ratio.begin(), by_ratio.end(),
                                                   [](const Row* r) { return mean(r->ratio) >= kOutlierRatio; });
     md += "\nOutliers, activations whose ratio is at least " + fixed(kOutlierRatio, 0) + " (a Gaussian's is about 1.4): " +
           std::to_string(outliers) + " of " + std::to_string(by_ratio.size()) + ". ";
     md += outliers ? "Where they sit:\n\n" : "The largest ratios, and where they sit:\n\n";
-    int literature = 0;
-    const size_t shown = outliers ? outliers : std::min<size_t>(3, by_ratio.size());
-    for (size_t i = 0; i < shown; ++i) {
-        const QuantizerPlace place = quantizer_place(by_ratio[i]->name);
-        literature += place.where_outliers_are_reported;
-        md += "- `" + by_ratio[i]->name + "`, " + fixed(mean(by_ratio[i]->ratio), 1) + ": " + place.description + "\n";
-    }
-    return md + "\n" + std::to_string(literature) + " of these " + std::to_string(shown) +
-           " sit where the literature puts BERT's outliers (the FFN's output and the residual stream summed before "
-           "LayerNorm; Bondarenko et al. 2021).\n\n";
+    std::vector<std::pair<std::string, double>> shown;
+    for (size_t i = 0; i < (outliers ? outliers : std::min<size_t>(3, by_ratio.size())); ++i)
+        shown.push_back({by_ratio[i]->name, mean(by_ratio[i]->ratio)});
+    md += where_they_sit(shown, "");
+    std::erase_if(by_sqnr, [](const Row* r) { return r->sqnr.empty(); });
+    std::stable_sort(by_sqnr.begin(), by_sqnr.end(),
+                     [](const Row* a, const Row* b) { return mean(a->sqnr) < mean(b->sqnr); });
+    if (by_sqnr.empty()) return md;
+    shown.clear();
+    for (size_t i = 0; i < std::min<size_t>(3, by_sqnr.size()); ++i)
+        shown.push_back({by_sqnr[i]->name, mean(by_sqnr[i]->sqnr)});
+    return md + "The activations with the lowest SQNR at that range, and where they sit:\n\n" +
+           where_they_sit(shown, " dB");
 }
 
 // The stage table of one group, with its plots written under plots/ as `name`_*.

@@ -320,4 +320,10 @@ TEST(Sweep, PipelineReportGivesEachQuantizersOutlierRatioAndSqnrOverTheRuns) {
                       "- `bert.encoder.layer.1.output.add_local_input_quantizer`, 7.5: FFN output, in the sum before "
                       "the FFN's LayerNorm\n\n1 of these 1 sit where the literature"),
               std::string::npos) << md;
+    // The lowest SQNRs among activations (the weight's is not one), lowest first.
+    EXPECT_NE(md.find("The activations with the lowest SQNR at that range, and where they sit:\n\n"
+                      "- `bert.encoder.layer.1.output.add_local_input_quantizer`, 25.0 dB: FFN output, in the sum "
+                      "before the FFN's LayerNorm\n- `bert.encoder.layer.0.attention.output.add_local_input_quantizer`, "
+                      "32.0 dB: "),
+              std::string::npos) << md;
 }
