@@ -52,9 +52,8 @@ struct BatchedProduct {
     int64_t ldb() const { return trans_b ? K : N; }
 };
 
-// C[i] = op(A[i])·op(B[i]) + beta·C[i] for i < batch.count, entry i at A + i·batch.stride_a (B, C
-// alike).
-// On the GPU, entries with outputs of their own are one strided-batched cuBLAS call: attention's
+// C[i] = op(A[i])·op(B[i]) + beta·C[i] for i < batch.count, entry i at A + i·batch.stride_a (B
+// and C alike). On the GPU, entries with outputs of their own are one strided-batched cuBLAS call: attention's
 // per-head products are hundreds of small GEMMs a layer, which one launch each leaves the GPU
 // waiting on the host. On the CPU, when there are enough entries to keep every thread busy, the
 // entries run in parallel and the GEMM library (called inside the parallel region)
