@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "app/calibrate.h"
 #include "app/pipeline_report.h"
 #include "autograd/matmul_precision.h"
 #include "parallel/communicator.h"
@@ -98,11 +99,15 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     const Quantizers quantizers = task->model().named_quantizers();
     const int64_t batch_size = c.training.per_device_eval_batch_size;
     const std::string& metric = calibration.metric;
-    const double fp32 = percent(calibration.fp32_validation.value_or(calibration.fp32), metric);
-
+    const bool split = c.data.validation_fraction > 0;
+    // With a validation split the sweep ranked on its first half and the loss is checked on the
+    // second, where FP32 and the method are measured again.
+    if (split) task->select_eval_set(EvalSplit::ValidationChecking);
     AccuracyBudgetResult r{.budget = budget, .method = method_name};
     r.checkpoint = c.training.output_dir + "/budget/model.h5";
-    Metrics checked = method->validation.value_or(method->metrics);
+    if (split) r.validation_fp32 = float_metrics(*task, batch_size);
+    const double fp32 = percent(r.validation_fp32.value_or(calibration.fp32), metric);
+    Metrics checked = split ? task_metrics(evaluate_on_ranks(*task, batch_size)) : method->metrics;
     const FloatSetSearch search =
         search_float_set(calibration.sensitivity->rows, fp32 - percent(checked, metric), budget, [&](const std::string& row) {
             for (const auto& [name, q] : quantizers_of(row, quantizers)) {
@@ -115,7 +120,7 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     r.left_in_float = search.rows;
     r.loss = search.loss;
     r.held = search.held;
-    if (c.data.validation_fraction > 0) {
+    if (split) {
         r.validation = checked;
         task->select_eval_set(EvalSplit::Test);
         r.metrics = task_metrics(evaluate_on_ranks(*task, batch_size));
@@ -137,6 +142,7 @@ nlohmann::json accuracy_budget_to_json(const AccuracyBudgetResult& r) {
                         {"metrics", metrics_to_json(r.metrics)},
                         {"checkpoint", r.checkpoint}};
     if (r.validation) j["validation"] = metrics_to_json(*r.validation);
+    if (r.validation_fp32) j["validation_fp32"] = metrics_to_json(*r.validation_fp32);
     return j;
 }
 
@@ -152,6 +158,7 @@ AccuracyBudgetResult accuracy_budget_from_json(const nlohmann::json& j, const st
     read_required(f, "float_quantizers", r.float_quantizers);
     r.metrics = metrics_from_json(required_section(f, "metrics"), f.path_of("metrics"), source);
     r.validation = optional_metrics(f, "validation");
+    r.validation_fp32 = optional_metrics(f, "validation_fp32");
     read_required(f, "checkpoint", r.checkpoint);
     f.finish();
     return r;

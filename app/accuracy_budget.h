@@ -5,9 +5,11 @@
 // Neural Compressor's accuracy-aware tuning falls back op by op. QAT and the export then leave
 // out the same quantizers, so ONNX Runtime and TensorRT run those ops in float.
 //
-// The budget is checked where every choice is made: on the validation split when the pipeline
-// has one (data.validation_fraction), else on the test set; the result's `metrics` are the test
-// set's. A point is a percentage point of accuracy, or one of exact match and F1.
+// With a validation split (data.validation_fraction) the sweep ranks on validation's first half
+// and the budget is checked on its second, against FP32 measured there: ranking and stopping on
+// one set stopped where that set's noise happened to pass, and lost more on test every time.
+// Without one, both read the test set. The result's `metrics` are the test set's. A point is a
+// percentage point of accuracy, or one of exact match and F1.
 #pragma once
 
 #include <functional>
@@ -31,7 +33,8 @@ struct AccuracyBudgetResult {
     std::vector<std::string> left_in_float{};     // sweep rows, in the order they were added
     std::vector<std::string> float_quantizers{};  // those rows' quantizers, by full name
     Metrics metrics{};                            // test set, the float set left out
-    std::optional<Metrics> validation{};
+    std::optional<Metrics> validation{};          // where the loss was checked: validation's second half
+    std::optional<Metrics> validation_fp32{};     // the float model there
     std::string checkpoint{};  // budget/model.h5: the ranges of the quantizers that stay
 };
 

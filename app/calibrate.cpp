@@ -182,6 +182,18 @@ std::pair<CalibrationMethod, double> sweep_method(const CalibrationResult& resul
 
 }  // namespace
 
+Metrics float_metrics(Task& task, int64_t batch_size) {
+    const Quantizers quantizers = task.model().named_quantizers();
+    std::vector<QuantMode> modes;
+    for (const auto& [name, q] : quantizers) {
+        modes.push_back(q->mode);
+        q->mode = QuantMode::Disabled;
+    }
+    const Metrics metrics = task_metrics(evaluate_on_ranks(task, batch_size));
+    for (size_t i = 0; i < quantizers.size(); ++i) quantizers[i].second->mode = modes[i];
+    return metrics;
+}
+
 std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& config, bool all_methods) {
     if (all_methods) return standard_calibration_methods();
     return {config.calibrator};
@@ -203,7 +215,8 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     const std::string metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
 
     CalibrationResult result{.checkpoint = checkpoint, .metric = metric, .quantization = qc};
-    // With a validation split the method is chosen, and the sensitivity swept, on validation.
+    // With a validation split the method is chosen on validation, and the sensitivity swept on
+    // its first half.
     const bool split = config.data.validation_fraction > 0;
     set_quant_mode(model, QuantMode::Disabled);
     const TestAndValidation fp32 = evaluate_both(task, split, batch_size);
@@ -254,11 +267,20 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
                    .total_ratio = (collect_seconds + ranges_seconds) / plain_seconds};
 
     if (options.sensitivity != Sensitivity::none) {
-        const auto [swept, baseline] = sweep_method(result, options, *best, best_value, metric, config.source);
+        auto [swept, baseline] = sweep_method(result, options, *best, best_value, metric, config.source);
         load_activation_ranges(model, swept);
         apply_range_options(task.encoder(), qc);
+        // On validation's first half, so that the budget can check its loss on the second.
+        std::optional<double> fp32_swept;
+        if (split) {
+            task.select_eval_set(EvalSplit::ValidationRanking);
+            baseline = metric_value(task_metrics(evaluate_on_ranks(task, batch_size)), metric, config.source);
+            fp32_swept = metric_value(float_metrics(task, batch_size), metric, config.source);
+        }
         result.sensitivity = SensitivitySweep{calibration_method_name(swept), baseline,
-                                              sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source)};
+                                              sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source),
+                                              fp32_swept};
+        if (split) task.select_eval_set(EvalSplit::Validation);
     }
     if (world().is_root()) {
         write_json_file(out_dir + "/calibration.json", calibration_result_to_json(result));

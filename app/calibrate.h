@@ -3,7 +3,8 @@
 // collecting, and then for quantization.calibrator (or, with all_methods, for each of max,
 // percentile 99.9/99.99/99.999, MSE and entropy) the ranges are read, the quantized model
 // evaluated and saved. A sensitivity sweep then leaves each layer's (or each) quantizer in float
-// under the best method and evaluates again.
+// under the best method and evaluates again (with a validation split, on its first half: the
+// accuracy budget checks on the second).
 //
 // Written into the output directory:
 //   <method>/model.h5        weights and quantizer ranges: model.init of a QAT run, or the
@@ -36,6 +37,10 @@ struct CalibrateOptions {
 
 // The methods calibrate runs: the configured one, or the six of the PTQ table.
 std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& config, bool all_methods);
+
+// The task's model scored with every quantizer in float, its modes restored afterwards: the FP32
+// model whose weights these are, on the selected evaluation set.
+Metrics float_metrics(Task& task, int64_t batch_size);
 
 // `task` was made from `config`: its model holds model.init's float weights and the quantizers
 // of the "quantization" section.

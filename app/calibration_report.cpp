@@ -134,9 +134,10 @@ std::string outliers_section(const CalibrationResult& r) {
 std::string sensitivity_section(const CalibrationResult& r, const SensitivitySweep& s, double fp32, bool fraction) {
     const std::string& metric = r.metric;
     const double base = s.baseline;
-    std::string md = "\n## Sensitivity\n\n" + metric + " with one part left in float, the rest quantized by " +
+    const std::string where = s.fp32 ? " on validation's first half" : "";
+    std::string md = "\n## Sensitivity\n\n" + metric + where + " with one part left in float, the rest quantized by " +
           s.method + " (all quantized: " + metric_text(base, fraction) + "; FP32: " +
-          metric_text(fp32, fraction) + "). The largest gains mark the quantizers that cost the most.\n\n";
+          metric_text(s.fp32.value_or(fp32), fraction) + "). The largest gains mark the quantizers that cost the most.\n\n";
     std::vector<SensitivityRow> rows = s.rows;
     std::stable_sort(rows.begin(), rows.end(), [](const SensitivityRow& a, const SensitivityRow& b) { return a.value > b.value; });
     md += "| left in float | " + metric + " | gain |\n|---|---:|---:|\n";

@@ -118,7 +118,9 @@ QuantizerStats quantizer_from_json(const json& j, const std::string& path, const
 json sensitivity_to_json(const SensitivitySweep& s) {
     json rows = json::array();
     for (const SensitivityRow& row : s.rows) rows.push_back({{"left_in_float", row.left_in_float}, {"value", row.value}});
-    return {{"method", s.method}, {"baseline", s.baseline}, {"rows", rows}};
+    json j = {{"method", s.method}, {"baseline", s.baseline}, {"rows", rows}};
+    if (s.fp32) j["fp32"] = *s.fp32;
+    return j;
 }
 
 SensitivitySweep sensitivity_from_json(const json& j, const std::string& path, const std::string& source) {
@@ -134,6 +136,11 @@ SensitivitySweep sensitivity_from_json(const json& j, const std::string& path, c
         read_real(rf, rows[i], "value", row.value);
         rf.finish();
         s.rows.push_back(row);
+    }
+    if (f.has("fp32")) {
+        double fp32 = 0;
+        read_real(f, j, "fp32", fp32);
+        s.fp32 = fp32;
     }
     f.finish();
     return s;

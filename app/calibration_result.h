@@ -76,6 +76,9 @@ struct SensitivitySweep {
     std::string method{};  // the ranges of the rest: the best method's
     double baseline = 0;  // the metric with everything quantized
     std::vector<SensitivityRow> rows{};
+    // The float model where the sweep ran, validation's first half; none before the sweep ran
+    // there (or without a validation split: the report's FP32 is then the test set's).
+    std::optional<double> fp32{};
 };
 
 struct CalibrationResult {

@@ -80,6 +80,12 @@ std::vector<std::string> qat_stage_names(const PipelineResults& results, std::ve
     return names;
 }
 
+// Where the budget's loss was measured: records from before the halves checked all of validation.
+std::string checked_where(const AccuracyBudgetResult& b) {
+    if (b.validation_fp32) return " on validation's second half (the sweep ranked on its first)";
+    return b.validation ? " on validation" : " on test";
+}
+
 std::string budget_sentence(const PipelineResults& results) {
     if (!results.budget) return "";
     const AccuracyBudgetResult& b = *results.budget;
@@ -90,7 +96,7 @@ std::string budget_sentence(const PipelineResults& results) {
     return " Accuracy budget " + fixed(b.budget, 2) + " points: " +
            (b.left_in_float.empty() ? std::string("the PTQ model was within it, nothing left in float")
                                     : std::to_string(n) + (n == 1 ? " quantizer" : " quantizers") + " left in float (" +
-                                          rows + "), " + loss + " where chosen" +
+                                          rows + "), " + loss + checked_where(b) +
                                           (b.held ? "" : ", which is still over the budget")) +
            "; QAT and the INT8 export leave the same ones out." + float_set_latency_sentence(results);
 }

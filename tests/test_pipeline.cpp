@@ -274,8 +274,9 @@ TEST(AccuracyBudget, SearchTakesTheSweepsHighestRowsUntilTheBudgetHolds) {
     EXPECT_FALSE(s.held);
 }
 
-// 2-bit weights (per tensor) and activations by entropy calibration lose far more than a budget of 0 points: quantizers go to float, most sensitive
-// first by the sweep, until the loss is gone or none is left; QAT then has none of them.
+// 2-bit weights (per tensor) and activations by entropy calibration lose far more than a budget
+// of 0 points: quantizers go to float, most sensitive first by the sweep on validation's first
+// half, until the loss on its second half is gone or none is left; QAT then has none of them.
 TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     TempDir dir;
     write_task_files(dir);
@@ -306,8 +307,30 @@ TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     for (size_t i = 0; i < b.left_in_float.size(); ++i) EXPECT_EQ(b.left_in_float[i], rows[i].left_in_float);
     EXPECT_EQ(b.float_quantizers, b.left_in_float);  // by quantizer: one each
     EXPECT_EQ(b.held, b.loss <= 0.0);
-    ASSERT_TRUE(b.validation);
-    EXPECT_NEAR(b.loss, fp32 - 100 * b.validation->values.at("accuracy"), 1e-9);
+    // Checked on validation's second half (8 of its 16), FP32 measured there too.
+    ASSERT_TRUE(b.validation && b.validation_fp32);
+    EXPECT_EQ(b.validation->values.at("eval_examples"), 8);
+    EXPECT_EQ(b.validation_fp32->values.at("eval_examples"), 8);
+    EXPECT_NEAR(b.loss, 100 * (b.validation_fp32->values.at("accuracy") - b.validation->values.at("accuracy")), 1e-9);
+    // The sweep ranked on the first half: its baseline is the entropy model there.
+    const std::string entropy = find_method(calibration, "entropy")->checkpoint;
+    nlohmann::json swept = checkpoint_run_config(entropy);
+    swept["model"]["init"] = entropy;
+    std::unique_ptr<Task> ranking = make_task(parse_run_config(swept, "entropy.json", "."), {.train = false});
+    ranking->select_eval_set(EvalSplit::ValidationRanking);
+    const nlohmann::json first_half = ranking->evaluate(config.training.per_device_eval_batch_size);
+    EXPECT_EQ(first_half["eval_examples"], 8);
+    EXPECT_DOUBLE_EQ(calibration.sensitivity->baseline, first_half["accuracy"].get<double>());
+    // ... and FP32 there is the float model's.
+    nlohmann::json plain = raw;
+    plain.erase("quantization");
+    plain["model"]["init"] = (dir.path() / "pipe" / "fp32" / "model.h5").string();
+    plain["data"]["validation_fraction"] = 0.25;
+    std::unique_ptr<Task> fp32_task = make_task(parse_run_config(plain, "fp32.json", "."), {.train = false});
+    fp32_task->select_eval_set(EvalSplit::ValidationRanking);
+    ASSERT_TRUE(calibration.sensitivity->fp32);
+    EXPECT_DOUBLE_EQ(*calibration.sensitivity->fp32,
+                     fp32_task->evaluate(config.training.per_device_eval_batch_size)["accuracy"].get<double>());
     // QAT started from the budget's checkpoint, without those quantizers or their ranges.
     const NamedTensors qat = load_hdf5_weights((dir.path() / "pipe" / "qat" / "model.h5").string()).tensors;
     size_t ranges = 0;
@@ -321,6 +344,7 @@ TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     std::ifstream in(md);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("quantizers left in float"), std::string::npos);
+    EXPECT_NE(text.find("on validation's second half"), std::string::npos);
     // A budget needs the sweep, and is refused without one before anything runs.
     raw["pipeline"]["sensitivity"] = "none";
     expect_error([&] { parse_run_config(raw, "pipe.json", "."); },

@@ -197,8 +197,8 @@ TEST(SquadTask, SplitsTrainFilesByArticleBeforeLimiting) {
 }
 
 // A validation split sets aside articles of the training part as split_squad_by_article does,
-// after the evaluation split: a task given the three parts as files sees the same training
-// windows, and scores the same on validation and on test.
+// after the evaluation split, and halves them by article: a task given the parts as files sees
+// the same training windows, and scores the same on validation, its halves and test.
 TEST(SquadTask, ValidationSplitHoldsOutArticlesOfTheTrainingPart) {
     QDQ_REQUIRE_DATA_FILE(kDev);
     QDQ_REQUIRE_DATA_FILE(kVocab);
@@ -217,6 +217,11 @@ TEST(SquadTask, ValidationSplitHoldsOutArticlesOfTheTrainingPart) {
     write_squad(dir + "/train.json", validation_split.train);
     write_squad(dir + "/validation.json", validation_split.eval);
     write_squad(dir + "/test.json", test_split.eval);
+    // Validation's halves for the accuracy budget, by article with the seed's complement.
+    const SquadSplit halves = split_squad_by_article(validation_split.eval, 0.5, ~9ull);
+    EXPECT_EQ(titles_of(halves.eval).size(), 4u);  // round(0.5 x 7), half away from zero
+    write_squad(dir + "/ranking.json", halves.eval);
+    write_squad(dir + "/checking.json", halves.train);
     auto reference = [&](const char* eval_file) {
         nlohmann::json parts = {{"train_files", {dir + "/train.json"}}, {"eval_files", {dir + "/" + eval_file}}};
         parts.update(limits);
@@ -228,6 +233,10 @@ TEST(SquadTask, ValidationSplitHoldsOutArticlesOfTheTrainingPart) {
     EXPECT_EQ(validation_scores, on_validation->evaluate(8));
     task->select_eval_set(EvalSplit::Test);
     EXPECT_EQ(task->evaluate(8), on_test->evaluate(8));
+    task->select_eval_set(EvalSplit::ValidationRanking);
+    EXPECT_EQ(task->evaluate(8), reference("ranking.json")->evaluate(8));
+    task->select_eval_set(EvalSplit::ValidationChecking);
+    EXPECT_EQ(task->evaluate(8), reference("checking.json")->evaluate(8));
     task->select_eval_set(EvalSplit::Validation);
     EXPECT_EQ(task->evaluate(8), validation_scores);
     EXPECT_NE(error_of([&] { on_test->select_eval_set(EvalSplit::Validation); }).find("without a validation split"),

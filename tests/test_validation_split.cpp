@@ -1,6 +1,6 @@
-// The validation split (data.validation_fraction, trainers/task.h): the draw itself, and a
-// classification task that trains on the rest and evaluates on the held-out examples until told
-// to evaluate on the test set (data.eval_files). SQuAD's split by article: test_squad_task.cpp.
+// The validation split (data.validation_fraction, trainers/task.h): the draw itself and its
+// halves, and a classification task that trains on the rest and evaluates on the held-out
+// examples (or either half) until told to evaluate on the test set (data.eval_files). SQuAD's split by article: test_squad_task.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,6 +36,24 @@ TEST(ValidationSplit, DrawsTheFractionDisjointInFileOrder) {
     expect_error([] { validation_split(1, 0.6, 42); }, {"data.validation_fraction", "no training example"});
 }
 
+TEST(ValidationSplit, HalvesTheValidationIndicesDisjointInFileOrder) {
+    const std::vector<size_t> validation = validation_split(100, 0.15, 42).validation;
+    const ValidationHalves halves = validation_halves(validation, 42);
+    ASSERT_EQ(halves.ranking.size(), 7u);
+    ASSERT_EQ(halves.checking.size(), 8u);
+    EXPECT_TRUE(std::is_sorted(halves.ranking.begin(), halves.ranking.end()));
+    EXPECT_TRUE(std::is_sorted(halves.checking.begin(), halves.checking.end()));
+    std::vector<size_t> both = halves.ranking;
+    both.insert(both.end(), halves.checking.begin(), halves.checking.end());
+    std::sort(both.begin(), both.end());
+    EXPECT_EQ(both, validation);  // disjoint, and together all of validation
+    EXPECT_EQ(validation_halves(validation, 42).ranking, halves.ranking);
+    EXPECT_NE(validation_halves(validation, 43).ranking, halves.ranking);
+    EXPECT_NE(halves.ranking, std::vector<size_t>(validation.begin(), validation.begin() + 7));  // drawn, not the first
+    EXPECT_TRUE(validation_halves({5}, 42).ranking.empty());
+    EXPECT_TRUE(validation_halves({5}, 42).checking.empty());
+}
+
 TEST(ValidationSplit, ClassificationTrainsOnTheRestAndEvaluatesOnValidationThenTest) {
     TempDir dir;
     write_task_files(dir);  // 64 training examples, 32 to evaluate
@@ -48,7 +66,20 @@ TEST(ValidationSplit, ClassificationTrainsOnTheRestAndEvaluatesOnValidationThenT
     const nlohmann::json test = task->evaluate(16);
     EXPECT_EQ(test["eval_examples"], 32);
     task->select_eval_set(EvalSplit::Validation);
-    EXPECT_EQ(task->evaluate(16)["eval_examples"], 16);
+    const nlohmann::json validation = task->evaluate(16);
+    EXPECT_EQ(validation["eval_examples"], 16);
+
+    // Validation's halves, 8 and 8: together they score as validation does.
+    task->select_eval_set(EvalSplit::ValidationRanking);
+    const nlohmann::json ranking = task->evaluate(16);
+    task->select_eval_set(EvalSplit::ValidationChecking);
+    const nlohmann::json checking = task->evaluate(16);
+    EXPECT_EQ(ranking["eval_examples"], 8);
+    EXPECT_EQ(checking["eval_examples"], 8);
+    EXPECT_NEAR(ranking["accuracy"].get<double>() + checking["accuracy"].get<double>(),
+                2 * validation["accuracy"].get<double>(), 1e-12);
+    task->select_eval_set(EvalSplit::Test);
+    EXPECT_EQ(task->evaluate(16), test);
 
     // The test set is the task's without a split, which has no validation set.
     raw["data"].erase("validation_fraction");

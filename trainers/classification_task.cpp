@@ -92,7 +92,11 @@ public:
             Examples all = read_files(config, d.train_files, d.max_train_examples, tokenizer_, true);
             if (split) {
                 const SplitIndices parts = validation_split(all.examples.size(), d.validation_fraction, d.validation_seed);
-                evals_.other = take(all, parts.validation);
+                const ValidationHalves halves = validation_halves(parts.validation, d.validation_seed);
+                evals_.held[(size_t)EvalSplit::Validation] = take(all, parts.validation);
+                evals_.held[(size_t)EvalSplit::ValidationRanking] = take(all, halves.ranking);
+                evals_.held[(size_t)EvalSplit::ValidationChecking] = take(all, halves.checking);
+                evals_.has_halves = !halves.ranking.empty();
                 train_ = take(all, parts.train);
             } else {
                 train_ = std::move(all);

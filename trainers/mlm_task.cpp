@@ -96,7 +96,7 @@ public:
     std::string main_metric() const override { return "eval_loss"; }
     // Pretraining holds out its own text (data.eval_files, named sets): no validation split.
     void select_eval_set(EvalSplit set) override {
-        if (set == EvalSplit::Validation) throw std::runtime_error("masked-LM tasks have no validation split");
+        if (set != EvalSplit::Test) throw std::runtime_error("masked-LM tasks have no validation split");
     }
 
     std::vector<nn::BertInputs> eval_inputs(int64_t) override { throw no_exported_form(); }

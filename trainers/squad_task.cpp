@@ -143,8 +143,7 @@ public:
                                              std::to_string(d.validation_fraction) + " leaves no article for " +
                                              (parts.eval.empty() ? "validation" : "training"));
                 training = std::move(parts.train);
-                if (data.eval)
-                    evals_.other = make_features(config, tokenizer_, std::move(parts.eval), d.max_eval_examples, files);
+                if (data.eval) hold_validation(config, std::move(parts.eval), files);
             }
             if (data.train) train_ = make_features(config, tokenizer_, std::move(training), d.max_train_examples, files);
         }
@@ -221,6 +220,19 @@ public:
     }
 
 private:
+    // The validation articles as EvalSplit::Validation, and in halves by article for the budget.
+    void hold_validation(const RunConfig& config, std::vector<SquadExample> validation, const SquadFiles& files) {
+        const DataSettings& d = config.data;
+        SquadSplit halves = split_squad_by_article(validation, 0.5, ~d.validation_seed);
+        evals_.has_halves = !halves.train.empty() && !halves.eval.empty();
+        const auto features = [&](std::vector<SquadExample> examples) {
+            return make_features(config, tokenizer_, std::move(examples), d.max_eval_examples, files);
+        };
+        evals_.held[(size_t)EvalSplit::ValidationRanking] = features(std::move(halves.eval));
+        evals_.held[(size_t)EvalSplit::ValidationChecking] = features(std::move(halves.train));
+        evals_.held[(size_t)EvalSplit::Validation] = features(std::move(validation));
+    }
+
     void check_part(const std::vector<SquadExample>& part, bool needed, const char* what) const {
         if (needed && part.empty())
             throw std::runtime_error(config_.source + ": data.squad_eval_fraction " +

@@ -125,6 +125,17 @@ SplitIndices validation_split(size_t count, double fraction, uint64_t seed) {
     return out;
 }
 
+ValidationHalves validation_halves(const std::vector<size_t>& validation, uint64_t seed) {
+    if (validation.size() < 2) return {};
+    // Another stream than validation_split's, which drew `validation` itself with `seed`.
+    const std::vector<size_t> first = seeded_subset(validation.size(), (int64_t)validation.size() / 2, ~seed);
+    std::vector<bool> in_first(validation.size(), false);
+    for (size_t i : first) in_first[i] = true;
+    ValidationHalves out;
+    for (size_t i = 0; i < validation.size(); ++i) (in_first[i] ? out.ranking : out.checking).push_back(validation[i]);
+    return out;
+}
+
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
     if (data.on_run_device) check_device_support(config);  // before any data is read
     std::unique_ptr<Task> task;

@@ -5,6 +5,7 @@
 // once, in classification_task.cpp, squad_task.cpp and mlm_task.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,8 +41,10 @@ struct TaskData {
 // With data.validation_fraction > 0 a seeded share of the training examples (SQuAD: of their
 // articles) is held out of training as the validation set; the task then has two evaluation
 // sets, validation and test (data.eval_files), and evaluates on validation until
-// select_eval_set says otherwise.
-enum class EvalSplit { Validation, Test };
+// select_eval_set says otherwise. Validation also comes in two seeded halves (SQuAD: by
+// article), the accuracy budget's: it ranks quantizers on the first and checks its loss on the
+// second, so that where it stops is not fitted to the noise its ranking was chosen on.
+enum class EvalSplit { Validation, Test, ValidationRanking, ValidationChecking };
 
 // A model's outputs for one batch, by the names the ONNX export gives them (onnx/onnx_export.h):
 // "logits", or "start_logits" and "end_logits".
@@ -150,18 +153,32 @@ struct SplitIndices {
 };
 SplitIndices validation_split(size_t count, double fraction, uint64_t seed);
 
-// The two evaluation sets of a task with a validation split: `active` is the one selected,
-// `other` the other; select swaps them. Tasks evaluate on `active` alone.
+// The validation set's halves, EvalSplit::ValidationRanking and ValidationChecking: `validation`
+// (indices, as validation_split gives them) drawn in two with `seed`, each in file order; both
+// empty when there are fewer than two.
+struct ValidationHalves {
+    std::vector<size_t> ranking, checking;
+};
+ValidationHalves validation_halves(const std::vector<size_t>& validation, uint64_t seed);
+
+// The evaluation sets of a task with a validation split: `active` is the one selected, the
+// others wait in `held` by EvalSplit; select swaps. Tasks evaluate on `active` alone.
 template <typename Set>
 struct EvalSets {
-    Set active{}, other{};
+    Set active{};
+    std::array<Set, 4> held{};
     bool has_validation = false;
+    bool has_halves = false;  // validation had two examples (SQuAD: articles) or more
     EvalSplit selected = EvalSplit::Test;
 
     void select(EvalSplit set) {
         if (set == selected) return;
         if (!has_validation) throw std::runtime_error("this task was made without a validation split");
-        std::swap(active, other);
+        const bool half = set == EvalSplit::ValidationRanking || set == EvalSplit::ValidationChecking;
+        if (half && !has_halves)
+            throw std::runtime_error("the validation split is too small to halve: raise data.validation_fraction");
+        std::swap(active, held[(size_t)selected]);
+        std::swap(active, held[(size_t)set]);
         selected = set;
     }
 };
