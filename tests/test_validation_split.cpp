@@ -17,18 +17,25 @@
 using namespace qdq;
 using namespace qdq::testing;
 
+// True when `a` and `b` are each in order, disjoint, and together `whole` (sorted).
+::testing::AssertionResult splits_in_order(const std::vector<size_t>& a, const std::vector<size_t>& b,
+                                           const std::vector<size_t>& whole) {
+    if (!std::is_sorted(a.begin(), a.end()) || !std::is_sorted(b.begin(), b.end()))
+        return ::testing::AssertionFailure() << "a part is out of file order";
+    std::vector<size_t> both = a;
+    both.insert(both.end(), b.begin(), b.end());
+    std::sort(both.begin(), both.end());
+    if (both != whole) return ::testing::AssertionFailure() << "the parts overlap or miss an index";
+    return ::testing::AssertionSuccess();
+}
+
 TEST(ValidationSplit, DrawsTheFractionDisjointInFileOrder) {
     const SplitIndices a = validation_split(100, 0.1, 42);
     ASSERT_EQ(a.validation.size(), 10u);
     ASSERT_EQ(a.train.size(), 90u);
-    EXPECT_TRUE(std::is_sorted(a.validation.begin(), a.validation.end()));
-    EXPECT_TRUE(std::is_sorted(a.train.begin(), a.train.end()));
-    std::vector<size_t> all = a.train;
-    all.insert(all.end(), a.validation.begin(), a.validation.end());
-    std::sort(all.begin(), all.end());
     std::vector<size_t> expected(100);
     std::iota(expected.begin(), expected.end(), 0);
-    EXPECT_EQ(all, expected);  // disjoint, and together every example
+    EXPECT_TRUE(splits_in_order(a.train, a.validation, expected));
     EXPECT_EQ(validation_split(100, 0.1, 42).validation, a.validation);
     EXPECT_NE(validation_split(100, 0.1, 43).validation, a.validation);
     EXPECT_NE(a.validation, std::vector<size_t>(expected.begin(), expected.begin() + 10));  // drawn, not the first
@@ -41,12 +48,7 @@ TEST(ValidationSplit, HalvesTheValidationIndicesDisjointInFileOrder) {
     const ValidationHalves halves = validation_halves(validation, 42);
     ASSERT_EQ(halves.ranking.size(), 7u);
     ASSERT_EQ(halves.checking.size(), 8u);
-    EXPECT_TRUE(std::is_sorted(halves.ranking.begin(), halves.ranking.end()));
-    EXPECT_TRUE(std::is_sorted(halves.checking.begin(), halves.checking.end()));
-    std::vector<size_t> both = halves.ranking;
-    both.insert(both.end(), halves.checking.begin(), halves.checking.end());
-    std::sort(both.begin(), both.end());
-    EXPECT_EQ(both, validation);  // disjoint, and together all of validation
+    EXPECT_TRUE(splits_in_order(halves.ranking, halves.checking, validation));
     EXPECT_EQ(validation_halves(validation, 42).ranking, halves.ranking);
     EXPECT_NE(validation_halves(validation, 43).ranking, halves.ranking);
     EXPECT_NE(halves.ranking, std::vector<size_t>(validation.begin(), validation.begin() + 7));  // drawn, not the first
