@@ -243,13 +243,18 @@ TEST(OnnxEvaluationFile, HoldsAThirdModelAfterABudgetAndTheReportGivesTheFloatSe
     const std::string sentence = budget_sentence(r);
     EXPECT_NE(sentence.find("2 quantizers left in float (layer 1)"), std::string::npos) << sentence;
     EXPECT_NE(sentence.find("costs 0.25 ms (50.0%): 0.75 ms against 0.50 ms"), std::string::npos) << sentence;
-    EXPECT_NE(sentence.find("0.25 points below FP32 where chosen"), std::string::npos) << sentence;
+    EXPECT_NE(sentence.find("0.25 points below FP32 on test;"), std::string::npos) << sentence;  // no validation split
     r.onnx->int8_every.reset();
     EXPECT_EQ(budget_sentence(r).find("costs"), std::string::npos);
-    // One quantizer, and a float set that ended above FP32 on validation.
+    // One quantizer, and a float set that ended above FP32 where it was checked: on validation
+    // in records from before the halves, on its second half since.
     r.budget->float_quantizers = {"a._input_quantizer"};
     r.budget->loss = -0.5;
-    EXPECT_NE(budget_sentence(r).find("1 quantizer left in float (layer 1), 0.50 points above FP32 where chosen"),
+    r.budget->validation = Metrics{};
+    EXPECT_NE(budget_sentence(r).find("1 quantizer left in float (layer 1), 0.50 points above FP32 on validation;"),
+              std::string::npos) << budget_sentence(r);
+    r.budget->validation_fp32 = Metrics{};
+    EXPECT_NE(budget_sentence(r).find("0.50 points above FP32 on validation's second half (the sweep ranked on its first)"),
               std::string::npos) << budget_sentence(r);
 }
 
