@@ -180,6 +180,22 @@ std::pair<CalibrationMethod, double> sweep_method(const CalibrationResult& resul
                              "' was not calibrated");
 }
 
+// The sensitivity sweep under the ranges loaded now. With a validation split it runs on
+// validation's first half, FP32 measured there too, so that the accuracy budget can check its
+// loss on the second; the task is left on validation.
+SensitivitySweep sweep_sensitivity(Task& task, const std::string& method, double baseline, Sensitivity by, bool split,
+                                   const std::string& metric, int64_t batch_size, const std::string& source) {
+    SensitivitySweep sweep{.method = method, .baseline = baseline};
+    if (split) {
+        task.select_eval_set(EvalSplit::ValidationRanking);
+        sweep.baseline = metric_value(task_metrics(evaluate_on_ranks(task, batch_size)), metric, source);
+        sweep.fp32 = metric_value(float_metrics(task, batch_size), metric, source);
+    }
+    sweep.rows = sensitivity_rows(task, task.model().named_quantizers(), by, metric, batch_size, source);
+    if (split) task.select_eval_set(EvalSplit::Validation);
+    return sweep;
+}
+
 }  // namespace
 
 Metrics float_metrics(Task& task, int64_t batch_size) {
@@ -267,20 +283,11 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
                    .total_ratio = (collect_seconds + ranges_seconds) / plain_seconds};
 
     if (options.sensitivity != Sensitivity::none) {
-        auto [swept, baseline] = sweep_method(result, options, *best, best_value, metric, config.source);
+        const auto [swept, baseline] = sweep_method(result, options, *best, best_value, metric, config.source);
         load_activation_ranges(model, swept);
         apply_range_options(task.encoder(), qc);
-        // On validation's first half, so that the budget can check its loss on the second.
-        std::optional<double> fp32_swept;
-        if (split) {
-            task.select_eval_set(EvalSplit::ValidationRanking);
-            baseline = metric_value(task_metrics(evaluate_on_ranks(task, batch_size)), metric, config.source);
-            fp32_swept = metric_value(float_metrics(task, batch_size), metric, config.source);
-        }
-        result.sensitivity = SensitivitySweep{calibration_method_name(swept), baseline,
-                                              sensitivity_rows(task, quantizers, options.sensitivity, metric, batch_size, config.source),
-                                              fp32_swept};
-        if (split) task.select_eval_set(EvalSplit::Validation);
+        result.sensitivity = sweep_sensitivity(task, calibration_method_name(swept), baseline, options.sensitivity, split,
+                                               metric, batch_size, config.source);
     }
     if (world().is_root()) {
         write_json_file(out_dir + "/calibration.json", calibration_result_to_json(result));
