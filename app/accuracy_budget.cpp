@@ -68,6 +68,10 @@ FloatSetSearch search_float_set(const std::vector<SensitivityRow>& sweep, double
     return search;
 }
 
+bool qat_takes_float_set(const AccuracyBudgetResult& budget, const CalibrationResult& calibration) {
+    return !budget.float_quantizers.empty() && budget.float_quantizers.size() < calibration.quantizers.size();
+}
+
 std::vector<std::string> exact_name_patterns(const std::vector<std::string>& names) {
     std::vector<std::string> out;
     for (const std::string& name : names) {

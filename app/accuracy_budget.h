@@ -56,6 +56,11 @@ struct FloatSetSearch {
 FloatSetSearch search_float_set(const std::vector<SensitivityRow>& sweep, double initial_loss, double budget,
                                 const std::function<double(const std::string& row)>& loss_after_adding);
 
+// Whether QAT and the export take the budget's float set: not when it holds every quantizer of
+// the calibration. That set is the FP32 model, no INT8 model at all; QAT, the remedy for PTQ's
+// loss, then starts from the fully quantized PTQ model instead.
+bool qat_takes_float_set(const AccuracyBudgetResult& budget, const CalibrationResult& calibration);
+
 // quantization.disable patterns that match exactly these quantizers (full names).
 std::vector<std::string> exact_name_patterns(const std::vector<std::string>& names);
 

@@ -247,12 +247,11 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     if (!method)
         throw std::runtime_error(config.source + ": pipeline.calibration: no calibration method '" + results.qat_from + "'");
 
-    std::string qat_init = method->checkpoint;
-    if (config.pipeline.accuracy_budget) {
+    if (config.pipeline.accuracy_budget)
         results.budget = budget_stage(calib, results.calibration, results.qat_from, *config.pipeline.accuracy_budget);
-        qat_init = results.budget->checkpoint;
-    }
-    const std::vector<QatRun> qats = qat_runs(config, qat_init, results.budget);
+    const bool float_set = results.budget && qat_takes_float_set(*results.budget, results.calibration);
+    const std::vector<QatRun> qats =
+        qat_runs(config, float_set ? results.budget->checkpoint : method->checkpoint, float_set ? results.budget : std::nullopt);
     for (const QatRun& run : qats) {
         std::optional<TestAndValidation> metrics = train_stage(run.config, run.stage.c_str());
         if (!metrics) return {false, results};
@@ -271,7 +270,6 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     // The deployed models run in ONNX Runtime on rank 0 alone, which also writes the report.
     if (world().is_root()) {
         if (config.pipeline.onnx) {
-            const bool float_set = results.budget && !results.budget->float_quantizers.empty();
             results.onnx = onnx_stage(config, fp32, deployed, calib, float_set ? method->checkpoint : "", results.qat_from);
         }
         write_pipeline_report(config, results);

@@ -98,7 +98,10 @@ std::string budget_sentence(const PipelineResults& results) {
                                     : std::to_string(n) + (n == 1 ? " quantizer" : " quantizers") + " left in float (" +
                                           rows + "), " + loss + checked_where(b) +
                                           (b.held ? "" : ", which is still over the budget")) +
-           "; QAT and the INT8 export leave the same ones out." + float_set_latency_sentence(results);
+           (qat_takes_float_set(b, results.calibration) || b.left_in_float.empty()
+                ? "; QAT and the INT8 export leave the same ones out."
+                : "; that is the FP32 model, so QAT starts from the fully quantized PTQ model instead.") +
+           float_set_latency_sentence(results);
 }
 
 void write_pipeline_report(const RunConfig& config, const PipelineResults& results) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 
+#include "app/accuracy_budget.h"
 #include "app/calibration_result.h"
 #include "app/pipeline_report.h"
 #include "app/pipeline_results.h"
@@ -228,6 +229,8 @@ TEST(OnnxEvaluationFile, HoldsAThirdModelAfterABudgetAndTheReportGivesTheFloatSe
 
     PipelineResults r = pipeline_results();
     r.onnx = read;
+    // Three quantizers, two of them left in float.
+    r.calibration.quantizers = {{.name = "a._input_quantizer"}, {.name = "b._weight_quantizer"}, {.name = "c"}};
     r.budget = AccuracyBudgetResult{.budget = 0.5, .method = "max", .loss = 0.25, .held = true,
                                     .left_in_float = {"layer 1"},
                                     .float_quantizers = {"a._input_quantizer", "b._weight_quantizer"}};
@@ -243,7 +246,15 @@ TEST(OnnxEvaluationFile, HoldsAThirdModelAfterABudgetAndTheReportGivesTheFloatSe
     const std::string sentence = budget_sentence(r);
     EXPECT_NE(sentence.find("2 quantizers left in float (layer 1)"), std::string::npos) << sentence;
     EXPECT_NE(sentence.find("costs 0.25 ms (50.0%): 0.75 ms against 0.50 ms"), std::string::npos) << sentence;
-    EXPECT_NE(sentence.find("0.25 points below FP32 on test;"), std::string::npos) << sentence;  // no validation split
+    EXPECT_NE(sentence.find("0.25 points below FP32 on test; QAT and the INT8 export leave the same ones out"),
+              std::string::npos) << sentence;  // no validation split
+    EXPECT_TRUE(qat_takes_float_set(*r.budget, r.calibration));
+    // Every quantizer in float is the FP32 model: QAT starts from the fully quantized PTQ model.
+    r.calibration.quantizers.pop_back();
+    EXPECT_FALSE(qat_takes_float_set(*r.budget, r.calibration));
+    EXPECT_NE(budget_sentence(r).find("that is the FP32 model, so QAT starts from the fully quantized PTQ model"),
+              std::string::npos) << budget_sentence(r);
+    r.calibration.quantizers.push_back({.name = "c"});
     r.onnx->int8_every.reset();
     EXPECT_EQ(budget_sentence(r).find("costs"), std::string::npos);
     // One quantizer, and a float set that ended above FP32 where it was checked: on validation
