@@ -1,8 +1,6 @@
 #include "json/json_file.h"
 
-#include <unistd.h>
-
-#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -18,25 +16,19 @@ nlohmann::json read_json_file(const std::string& path) {
     }
 }
 
-// Written beside the file and renamed over it, so that another process reading it (a sweep
-// reporting on a run that is still finishing) sees the old file or the new one, never half of
-// one; and a write that fails, or a value that cannot be dumped, leaves the old file whole.
+// Written beside the file and renamed over it, as checkpoints are, so that another process
+// reading it (a sweep reporting on a run that is still finishing) sees the old file or the new
+// one, never half of one; and a write that fails, or a value that cannot be dumped, leaves the
+// old file whole.
 void write_json_file(const std::string& path, const nlohmann::json& j) {
     const std::string text = j.dump(2) + '\n';
-    const std::string partial = path + ".partial-" + std::to_string(::getpid());
+    const std::string tmp = path + ".tmp";
     {
-        std::ofstream out(partial, std::ios::trunc);
+        std::ofstream out(tmp, std::ios::trunc);
         out << text;
-        out.close();
-        if (!out) {
-            std::remove(partial.c_str());
-            throw std::runtime_error(path + ": cannot write");
-        }
+        if (!out) throw std::runtime_error(path + ": cannot write");
     }
-    if (std::rename(partial.c_str(), path.c_str()) != 0) {
-        std::remove(partial.c_str());
-        throw std::runtime_error(path + ": cannot write");
-    }
+    std::filesystem::rename(tmp, path);
 }
 
 }  // namespace qdq
