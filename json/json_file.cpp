@@ -23,10 +23,12 @@ nlohmann::json read_json_file(const std::string& path) {
 void write_json_file(const std::string& path, const nlohmann::json& j) {
     const std::string text = j.dump(2) + '\n';
     const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << text;
-        if (!out) throw std::runtime_error(path + ": cannot write");
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.close();  // the last bytes reach the file here, and a full disk shows here
+    if (!out) {
+        std::filesystem::remove(tmp);
+        throw std::runtime_error(path + ": cannot write");
     }
     std::filesystem::rename(tmp, path);
 }
