@@ -16,6 +16,7 @@
 #include "app/cli.h"
 #include "app/selftest.h"
 #include "app/training_curves.h"
+#include "autograd/cpu_level.h"
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "cuda/backend.h"
@@ -45,7 +46,8 @@ const char* kUsage =
     "  selftest          check the CUDA backend against the CPU on this machine's GPU (run it first)\n"
     "\n"
     "options:\n"
-    "  --version         print the version, the GEMM backends (FP32, bf16) and the CUDA status\n"
+    "  --version         print the version, the CPU level (QDQ_CPU caps it), the GEMM backends\n"
+    "                    (FP32, bf16) and the CUDA status\n"
     "  --help            print this help; 'qdqtrain <command> --help' for a command's\n"
     "\n"
     "exit codes: 0 done, 1 failed, 2 bad usage or config, 3 diverged, 77 no GPU for selftest,\n"
@@ -54,6 +56,22 @@ const char* kUsage =
 const char* kSetHelp =
     "  --set KEY=VALUE   override a config key (dotted path, e.g. training.learning_rate=3e-5;\n"
     "                    the value is JSON, or a bare string); repeatable\n";
+
+const char* kSelftestUsage =
+    "usage: qdqtrain selftest\n"
+    "\n"
+    "Runs every CUDA kernel of the backend on this machine's GPU against the CPU, then three\n"
+    "BERT training steps on both, and says which check disagrees; again under compute-sanitizer\n"
+    "when it is installed. Exit 0 when all agree, 1 when one does not or the sanitizer reports,\n"
+    "77 without a CUDA device.\n";
+
+const char* kCurvesUsage =
+    "usage: qdqtrain curves RUN_DIR [PREFIX] [--tokens]\n"
+    "writes PREFIX_loss.svg (and PREFIX_eval.svg) from RUN_DIR/metrics.jsonl;\n"
+    "PREFIX defaults to RUN_DIR/curves; --tokens plots against the input\n"
+    "tokens seen instead of the step\n";
+
+bool is_help(const char* arg) { return std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0; }
 
 bool contains(const std::vector<std::string>& list, const std::string& s) {
     return std::find(list.begin(), list.end(), s) != list.end();
@@ -111,21 +129,27 @@ int main(int argc, char** argv) {
     try {
         if (name == "--version") {
             std::printf("qdqtrain %s\n", QDQ_VERSION);
+            std::printf("cpu: %s\n", qdq::cpu_level_description().c_str());
             std::printf("gemm: %s\n", qdq::gemm_backend_description().c_str());
             std::printf("gemm_bf16: %s\n", qdq::bf16_kernel_description().c_str());
             std::printf("cuda: %s\n", qdq::cuda::device_description().c_str());
             return 0;
         }
-        if (name == "selftest") return qdq::run_selftest(std::cout, argv[0]);
+        if (name == "selftest") {
+            if (argc == 3 && is_help(argv[2])) return std::fputs(kSelftestUsage, stdout) >= 0 ? 0 : 1;
+            if (argc > 2) {
+                std::fprintf(stderr, "qdqtrain selftest: unexpected argument %s\n%s", argv[2], kSelftestUsage);
+                return 2;
+            }
+            return qdq::run_selftest(std::cout, argv[0]);
+        }
         if (name == "curves") {
             // Not a config command: it reads a finished (or running) run directory.
             std::vector<std::string> args(argv + 2, argv + argc);
+            if (args.size() == 1 && is_help(args[0].c_str())) return std::fputs(kCurvesUsage, stdout) >= 0 ? 0 : 1;
             const bool by_tokens = std::erase(args, std::string("--tokens")) > 0;
             if (args.empty() || args.size() > 2 || args[0][0] == '-') {
-                std::fprintf(stderr, "usage: qdqtrain curves RUN_DIR [PREFIX] [--tokens]\n"
-                                     "writes PREFIX_loss.svg (and PREFIX_eval.svg) from RUN_DIR/metrics.jsonl;\n"
-                                     "PREFIX defaults to RUN_DIR/curves; --tokens plots against the input\n"
-                                     "tokens seen instead of the step\n");
+                std::fputs(kCurvesUsage, stderr);
                 return 2;
             }
             qdq::write_training_curves(args[0], args.size() == 2 ? args[1] : args[0] + "/curves", by_tokens);

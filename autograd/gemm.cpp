@@ -6,6 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "autograd/cpu_level.h"
+
 namespace qdq {
 
 namespace {
@@ -26,21 +28,16 @@ struct OpenBlas {
 // OpenBLAS picks its kernel from CPUID when the library loads. Debian's 0.3.21 predates
 // recent Xeons and falls back to its generic SSE3 kernel on them (about 1/6 of the speed), so
 // unless the environment already chose (never overridden: some machines set it on purpose), we
-// name the kernel family that the CPU's instruction set supports, then load the library.
-// A CPU without AVX-512 or AVX2 is left to OpenBLAS's own detection.
+// name the kernel family of this process's CPU level (cpu_level.h, QDQ_CPU included), then load
+// the library. Below AVX2, OpenBLAS detects for itself.
 std::string choose_coretype() {
     if (const char* set = std::getenv("OPENBLAS_CORETYPE"))
         return std::string("OPENBLAS_CORETYPE=") + set + " from the environment";
-    __builtin_cpu_init();
-    const char* core = nullptr;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-        core = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        core = "Haswell";
+    const CpuFeatures& cpu = cpu_features();
+    const char* core = cpu.avx512 ? "SkylakeX" : cpu.avx2 ? "Haswell" : nullptr;
     if (!core) return "OpenBLAS's own CPU detection";
     setenv("OPENBLAS_CORETYPE", core, 0);
-    return std::string("OPENBLAS_CORETYPE=") + core + " chosen from CPUID";
+    return std::string("OPENBLAS_CORETYPE=") + core + " chosen from the CPU level";
 }
 
 const OpenBlas& openblas() {

@@ -4,8 +4,6 @@
 // measurements behind the choices.
 #include "autograd/gemm_bf16.h"
 
-#include <cpuid.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "autograd/cpu_level.h"
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16_kernels.h"
 #include "autograd/gemm_bf16_pack.h"
@@ -33,47 +32,24 @@ constexpr int64_t kDepthBlock = 768;
 constexpr int64_t kColBlock = 512;
 constexpr int64_t kRowBlock = 192;  // a multiple of both kernels' row steps (12, 32)
 
-struct CpuFeatures {
-    bool avx512 = false;       // F, BW, VL, with the OS saving ZMM state
-    bool avx512_bf16 = false;
-    bool amx_bf16 = false;     // AMX-TILE and AMX-BF16 (the OS's permission is asked apart)
-    bool amd = false;
-};
-
-CpuFeatures cpu_features() {
-    CpuFeatures f;
-    unsigned a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
-    f.amd = b == 0x68747541;  // "Auth" of "AuthenticAMD"
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return f;  // OSXSAVE
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    bool zmm_state = (xcr0_lo & 0xe6) == 0xe6;  // SSE, AVX, opmask, ZMM upper halves and 16-31
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
-    f.avx512 = zmm_state && (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31));
-    f.amx_bf16 = f.avx512 && (d & (1u << 24)) && (d & (1u << 22));
-    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = f.avx512 && (a & (1u << 5));
-    return f;
-}
-
 struct KernelChoice {
     Bf16Kernel kernel = Bf16Kernel::None;
     std::string why;
 };
 
 KernelChoice best_supported(const CpuFeatures& f) {
-    if (bf16_kernel_supported(Bf16Kernel::Amx))
+    if (f.amx_bf16)
         return {Bf16Kernel::Amx, "AMX tiles (TDPBF16PS)"};
     if (f.avx512_bf16 && f.amd)
         return {Bf16Kernel::Avx512Bf16, "AVX512-BF16 (VDPBF16PS, twice the FP32 FMA rate on AMD)"};
     if (f.avx512_bf16)
         return {Bf16Kernel::None, "this CPU has no AMX, and its AVX512-BF16 dot product is "
                                   "slower than FP32 on Intel cores"};
-    return {Bf16Kernel::None, "this CPU has neither AMX nor AVX512-BF16"};
+    return {Bf16Kernel::None, std::string("neither AMX nor AVX512-BF16 at CPU level ") + cpu_level_name(cpu_level())};
 }
 
 KernelChoice choose_kernel() {
-    CpuFeatures f = cpu_features();
+    const CpuFeatures& f = cpu_features();
     const char* asked = std::getenv("QDQ_BF16_KERNEL");
     if (!asked || !*asked || std::strcmp(asked, "auto") == 0) return best_supported(f);
     std::string name = asked;
@@ -214,11 +190,10 @@ const char* bf16_kernel_name(Bf16Kernel kernel) {
 }
 
 bool bf16_kernel_supported(Bf16Kernel kernel) {
-    static const CpuFeatures features = cpu_features();
+    const CpuFeatures& features = cpu_features();
     switch (kernel) {
-        case Bf16Kernel::Amx:
-            // Packing uses AVX512-BF16 conversions, which every AMX CPU also has.
-            return features.amx_bf16 && features.avx512_bf16 && bf16::amx_permission_granted();
+        // Packing uses AVX512-BF16 conversions, which every AMX CPU also has (cpu_level.h).
+        case Bf16Kernel::Amx: return features.amx_bf16;
         case Bf16Kernel::Avx512Bf16: return features.avx512_bf16;
         case Bf16Kernel::None: return true;
     }

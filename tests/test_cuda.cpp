@@ -150,7 +150,9 @@ TEST(Cuda, AddAndMatmulDispatchByDeviceForwardAndBackward) {
 
 // Batched products, as attention's per-head ones (one strided-batched cuBLAS call on a GPU), with
 // every transpose, in FP32 and bf16, and a shared B under a transposed A (whose gradient sums
-// over the batch, so it stays one GEMM per entry): output and both gradients as on the CPU.
+// over the batch, so it stays one GEMM per entry): output and both gradients as on the CPU. The
+// bf16 reference is the CPU's FP32 product of operands and output gradient rounded to bf16, not
+// the CPU's bf16 product, which is FP32 on a CPU without a bf16 kernel (or under QDQ_CPU=avx2).
 TEST(Cuda, BatchedMatmulsMatchTheCpuForEveryTransposeAndPrecision) {
     REQUIRE_CUDA_DEVICE();
     for (bool bf16 : {false, true})
@@ -162,15 +164,19 @@ TEST(Cuda, BatchedMatmulsMatchTheCpuForEveryTransposeAndPrecision) {
             const Shape b_shape = shared_b ? Shape{9, 4} : trans_b ? Shape{2, 3, 4, 9} : Shape{2, 3, 9, 4};
             const Tensor b = random_tensor(b_shape, 50 + form);
             const Tensor grad = random_tensor({2, 3, 5, 4}, 60 + form);
-            auto run = [&](Device device) {
-                MatmulPrecisionGuard precision(bf16 ? MatmulPrecision::BF16 : MatmulPrecision::F32);
+            auto run = [&](Device device, MatmulPrecision precision, const Tensor& a, const Tensor& b, const Tensor& grad) {
+                MatmulPrecisionGuard guard(precision);
                 Tensor da = a.to(device).set_requires_grad(), db = b.to(device).set_requires_grad();
                 Tensor y = matmul(da, db, trans_a || shared_b, trans_b);
                 backward(y, grad.to(device));
                 return std::vector<Tensor>{y.detach().to(Device::CPU), da.grad().to(Device::CPU),
                                            db.grad().to(Device::CPU)};
             };
-            const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
+            const std::vector<Tensor> cpu = bf16 ? run(Device::CPU, MatmulPrecision::F32, rounded_to_bf16(a),
+                                                       rounded_to_bf16(b), rounded_to_bf16(grad))
+                                                 : run(Device::CPU, MatmulPrecision::F32, a, b, grad);
+            const std::vector<Tensor> gpu =
+                run(Device::CUDA, bf16 ? MatmulPrecision::BF16 : MatmulPrecision::F32, a, b, grad);
             expect_close(gpu[0], cpu[0], 1e-5f, 1e-5f, "output");
             expect_close(gpu[1], cpu[1], 1e-5f, 1e-5f, "grad a");
             expect_close(gpu[2], cpu[2], 1e-5f, 1e-5f, "grad b");
