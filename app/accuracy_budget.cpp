@@ -39,19 +39,23 @@ std::vector<SensitivityRow> by_sensitivity(std::vector<SensitivityRow> rows) {
     return rows;
 }
 
-// The chosen method's checkpoint config, with the float set disabled, and its state without
-// their ranges: what QAT starts from.
+// The chosen method's checkpoint config, with the float set disabled, and its quantizers' state
+// without their ranges: what QAT starts from. Like the method's, the file holds ranges over the
+// calibration's float weights; over a method checkpoint from before those were kept apart, which
+// holds them itself, it holds the whole state as that one does.
 void save_budget_checkpoint(nn::Module& model, const std::string& method_checkpoint, const AccuracyBudgetResult& r) {
     nlohmann::json config = checkpoint_run_config(method_checkpoint);
     for (const std::string& pattern : exact_name_patterns(r.float_quantizers))
         config["quantization"]["disable"].push_back(pattern);
-    NamedTensors state = model.state_dict();
+    const std::string weights = checkpoint_weights_file(method_checkpoint);
+    NamedTensors state = weights.empty() ? model.state_dict() : split_quantizer_state(model).quantizers;
     std::erase_if(state, [&](const NamedTensor& t) {
         return std::any_of(r.float_quantizers.begin(), r.float_quantizers.end(),
                            [&](const std::string& q) { return t.name == q + "._amax"; });
     });
-    fs::create_directories(fs::path(r.checkpoint).parent_path());
-    save_checkpoint(r.checkpoint, {state, {}, {}, config});
+    const fs::path dir = fs::path(r.checkpoint).parent_path();
+    fs::create_directories(dir);
+    save_checkpoint(r.checkpoint, {state, {}, {}, config, weights.empty() ? "" : fs::relative(weights, dir).string()});
 }
 
 }  // namespace
@@ -108,7 +112,7 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     // second, where FP32 and the method are measured again.
     if (split) task->select_eval_set(EvalSplit::ValidationChecking);
     AccuracyBudgetResult r{.budget = budget, .method = method_name};
-    r.checkpoint = c.training.output_dir + "/budget/model.h5";
+    r.checkpoint = c.training.output_dir + "/budget/ranges.h5";
     if (split) r.validation_fp32 = float_metrics(*task, batch_size);
     const double fp32 = percent(r.validation_fp32.value_or(calibration.fp32), metric);
     Metrics checked = split ? task_metrics(evaluate_on_ranks(*task, batch_size)) : method->metrics;

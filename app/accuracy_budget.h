@@ -35,11 +35,12 @@ struct AccuracyBudgetResult {
     Metrics metrics{};                            // test set, the float set left out
     std::optional<Metrics> validation{};          // where the loss was checked: validation's second half
     std::optional<Metrics> validation_fp32{};     // the float model there
-    std::string checkpoint{};  // budget/model.h5: the ranges of the quantizers that stay
+    std::string checkpoint{};  // budget/ranges.h5: the ranges of the quantizers that stay
 };
 
 // Runs the search on the model calibrated by `method` (the one QAT starts from), whose config is
-// `calibrate` (the pipeline's calibrate stage); writes <output_dir>/budget/model.h5.
+// `calibrate` (the pipeline's calibrate stage); writes <output_dir>/budget/ranges.h5, over
+// the calibration's <output_dir>/model.h5 ("../model.h5", as each method's ranges).
 // Needs calibration's sensitivity sweep and a metric that grows as the model improves; errors
 // name pipeline.accuracy_budget.
 AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const CalibrationResult& calibration,

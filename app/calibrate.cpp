@@ -196,6 +196,33 @@ SensitivitySweep sweep_sensitivity(Task& task, const std::string& method, double
     return sweep;
 }
 
+// <out_dir>/model.h5: the float weights every method's ranges file names (save_method_ranges),
+// stored once; calibration changes no weight. Its config has no quantization section: the
+// file alone is the float model.
+void save_float_weights(const RunConfig& config, Task& task, const std::string& out_dir) {
+    nlohmann::json float_config = saved_run_config(config, task);
+    float_config.erase("quantization");
+    save_checkpoint(out_dir + "/model.h5", {split_quantizer_state(task.model()).weights, {}, {}, float_config},
+                    Hdf5Storage::Compressed);
+}
+
+// <out_dir>/<method>/ranges.h5, returned: the state of every quantizer under method `m` (weights'
+// too: apply_range_options may change their ranges) over ../model.h5, with the config that
+// calibrated it. Written by the root rank; the path is every rank's.
+std::string save_method_ranges(const RunConfig& config, Task& task, const CalibrationMethod& m,
+                               const std::string& out_dir) {
+    QuantizationConfig saved = *config.quantization;
+    saved.calibrator = m;
+    nlohmann::json saved_config = saved_run_config(config, task);
+    saved_config["quantization"] = quantization_config_to_json(saved);
+    const std::string dir = out_dir + "/" + calibration_method_name(m), path = dir + "/ranges.h5";
+    if (world().is_root()) {
+        fs::create_directories(dir);
+        save_checkpoint(path, {split_quantizer_state(task.model()).quantizers, {}, {}, saved_config, "../model.h5"});
+    }
+    return path;
+}
+
 }  // namespace
 
 Metrics float_metrics(Task& task, int64_t batch_size) {
@@ -246,6 +273,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     const double plain_seconds = forward_pass(task, mine, t.seed);
     begin_calibration(model);
     const double collect_seconds = collect_pass(task, mine, t.seed);
+    if (world().is_root()) save_float_weights(config, task, out_dir);
     result.quantizers = quantizer_stats(quantizers);
 
     double ranges_seconds = 0;
@@ -261,16 +289,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         const TestAndValidation metrics = evaluate_both(task, split, batch_size);
         const double value = metric_value(metrics.validation.value_or(metrics.test), metric, config.source);
         if (world().is_root()) std::cerr << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
-        QuantizationConfig saved = qc;
-        saved.calibrator = m;
-        nlohmann::json saved_config = saved_run_config(config, task);
-        saved_config["quantization"] = quantization_config_to_json(saved);
-        const std::string path = out_dir + "/" + name + "/model.h5";
-        if (world().is_root()) {
-            fs::create_directories(out_dir + "/" + name);
-            save_checkpoint(path, {model.state_dict(), {}, {}, saved_config});
-        }
-        result.methods.push_back({name, metrics.test, path, metrics.validation});
+        result.methods.push_back({name, metrics.test, save_method_ranges(config, task, m, out_dir), metrics.validation});
         if (!best || is_improvement(t, metric, value, best_value)) best = m, best_value = value;
     }
     result.best = calibration_method_name(*best);

@@ -7,8 +7,11 @@
 // accuracy budget checks on the second).
 //
 // Written into the output directory:
-//   <method>/model.h5        weights and quantizer ranges: model.init of a QAT run, or the
-//                            checkpoint of `qdqtrain eval` / `export` with the same config
+//   model.h5                 the float weights, once: no method changes them
+//   <method>/ranges.h5       the method's quantizer ranges (every quantizer's state), naming
+//                            ../model.h5 for the rest (trainers/checkpoint.h): model.init of a
+//                            QAT run, or the checkpoint of `qdqtrain eval` / `export` with the
+//                            same config, loads both
 //   calibration.json         metrics per method, calibration cost, every quantizer's ranges,
 //                            clipped fraction and SQNR per method, histograms, sensitivity
 //   calibration_report.md    the same for people, with plots/*.svg (app/calibration_report.h)

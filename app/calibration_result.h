@@ -23,7 +23,9 @@ namespace qdq {
 struct CalibratedMethod {
     std::string name{};        // "max", "percentile-99.99", "mse", ... ("method" in the file)
     Metrics metrics{};         // of the model quantized by its ranges
-    std::string checkpoint{};  // <method>/model.h5: weights and ranges
+    // <method>/ranges.h5: the ranges, over the calibration's model.h5 (trainers/checkpoint.h
+    // loads both); <method>/model.h5 in runs from before, weights and ranges in one file.
+    std::string checkpoint{};
     std::optional<Metrics> validation{};
 };
 

@@ -1,5 +1,6 @@
 #include "io/hdf5_weights.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -130,7 +131,18 @@ std::string read_config(hid_t file, const std::string& path) {
     return config;
 }
 
-void write_dataset(hid_t file, const NamedTensor& named, const std::string& path) {
+// Sets `plist` (dataset creation properties) for `storage`: one chunk per tensor under the
+// shuffle and deflate filters, or HDF5's defaults (contiguous, unfiltered). Scalars and empty
+// tensors, which cannot be chunked, keep the defaults.
+void set_storage(hid_t plist, const std::vector<hsize_t>& dims, Hdf5Storage storage, const std::string& context) {
+    const bool empty = std::any_of(dims.begin(), dims.end(), [](hsize_t d) { return d == 0; });
+    if (storage == Hdf5Storage::Plain || dims.empty() || empty) return;
+    checked(H5Pset_chunk(plist, (int)dims.size(), dims.data()), context, "chunking");
+    checked(H5Pset_shuffle(plist), context, "the shuffle filter");
+    checked(H5Pset_deflate(plist, 6), context, "the deflate filter");
+}
+
+void write_dataset(hid_t file, const NamedTensor& named, const std::string& path, Hdf5Storage storage) {
     const std::string context = key_context(path, named.name);
     const Tensor host = named.tensor.is_cuda() ? named.tensor.to(Device::CPU) : named.tensor;
     const std::vector<hsize_t> dims(host.shape().begin(), host.shape().end());
@@ -139,8 +151,10 @@ void write_dataset(hid_t file, const NamedTensor& named, const std::string& path
                          context, "creating the dataspace"),
                  H5Sclose);
     const hid_t file_type = host.dtype() == DType::F32 ? H5T_IEEE_F32LE : H5T_STD_I32LE;
+    Handle create(checked(H5Pcreate(H5P_DATASET_CREATE), context, "dataset creation properties"), H5Pclose);
+    set_storage(create, dims, storage, context);
     Handle dataset(checked(H5Dcreate2(file, named.name.c_str(), file_type, space, H5P_DEFAULT,
-                                      H5P_DEFAULT, H5P_DEFAULT),
+                                      create, H5P_DEFAULT),
                            context, "creating"),
                    H5Dclose);
     if (host.numel() > 0)
@@ -216,7 +230,7 @@ std::vector<std::string> root_link_names(hid_t file, const std::string& path) {
 }  // namespace
 
 void save_hdf5_weights(const std::string& path, const NamedTensors& tensors,
-                       const std::string& config_json) {
+                       const std::string& config_json, Hdf5Storage storage) {
     std::set<std::string> seen;
     for (const NamedTensor& t : tensors) {
         check_key(path, t.name, seen);
@@ -232,7 +246,7 @@ void save_hdf5_weights(const std::string& path, const NamedTensors& tensors,
     Handle file(checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, create_plist, H5P_DEFAULT), path, "creating"),
                 H5Fclose);
     write_config(file, config_json, path);
-    for (const NamedTensor& t : tensors) write_dataset(file, t, path);
+    for (const NamedTensor& t : tensors) write_dataset(file, t, path, storage);
     checked(H5Fflush(file, H5F_SCOPE_LOCAL), path, "flushing");
 }
 

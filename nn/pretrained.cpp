@@ -65,7 +65,7 @@ void save_pretrained(const Module& model, const BertConfig& config, const std::s
 }
 
 void save_hdf5(const Module& model, const BertConfig& config, const std::string& path) {
-    save_hdf5_weights(path, model.state_dict(), bert_config_to_json(config).dump());
+    save_hdf5_weights(path, model.state_dict(), bert_config_to_json(config).dump(), Hdf5Storage::Compressed);
 }
 
 }  // namespace qdq::nn

@@ -21,6 +21,7 @@ LoadReport load_pretrained_weights(Module& model, const std::string& path);
 // transformers' AutoModel reads to pick the head.
 void save_pretrained(const Module& model, const BertConfig& config, const std::string& dir,
                      const std::string& architecture = "");
+// A model file (a run's model.h5): the state_dict and the model config, compressed losslessly.
 void save_hdf5(const Module& model, const BertConfig& config, const std::string& path);
 
 }  // namespace qdq::nn

@@ -222,7 +222,7 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
 
     // QAT from the percentile checkpoint: the ranges stay as calibrated, the weights move.
     nlohmann::json qat_raw = quantized_config(dir, "qat");
-    qat_raw["model"]["init"] = (out / "percentile-99.99" / "model.h5").string();
+    qat_raw["model"]["init"] = (out / "percentile-99.99" / "ranges.h5").string();
     qat_raw["training"]["learning_rate"] = 1e-3;
     qat_raw["training"]["max_steps"] = 4;
     RunConfig qat = parse(qat_raw);

@@ -196,7 +196,7 @@ TEST(DeviceRun, CalibrationAndQatOnTheDeviceMatchTheCpu) {
         const std::string name = lsq ? "lsq" : "qat";
         for (bool cpu : {false, true}) {
             nlohmann::json raw = device_config(dir, name + (cpu ? "_cpu" : "_gpu"));
-            raw["model"]["init"] = (dir.path() / "calib_gpu" / "max" / "model.h5").string();
+            raw["model"]["init"] = (dir.path() / "calib_gpu" / "max" / "ranges.h5").string();
             raw["quantization"] = {{"calibration_examples", 32}};
             if (lsq)
                 raw["quantization"] = {{"input", {{"calib_method", "histogram"}, {"learn_step_size", true}}},

@@ -342,6 +342,35 @@ TEST_F(IoTest, Hdf5RoundTripIsBitExactAndKeepsOrder) {
     EXPECT_TRUE(back.tensors.empty());
 }
 
+// Compressed storage (shuffle + deflate) is lossless on every bit pattern, leaves scalars and empty
+// tensors as they are, and shrinks weights whose low mantissa bytes repeat (bf16-rounded values).
+TEST_F(IoTest, Hdf5CompressedStorageIsBitExactFilteredAndSmaller) {
+    NamedTensors tensors = awkward_tensors();
+    Tensor weights = empty({256, 256});
+    std::mt19937 gen(5);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (int64_t i = 0; i < weights.numel(); ++i) weights.f32()[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(normal(gen)) & 0xffff0000u);
+    tensors.push_back({"weights", weights});
+    save_hdf5_weights(path("plain.h5"), tensors, "{}");
+    save_hdf5_weights(path("compressed.h5"), tensors, "{}", Hdf5Storage::Compressed);
+    expect_same_tensors(load_hdf5_weights(path("compressed.h5")).tensors, tensors);
+    EXPECT_LT(fs::file_size(path("compressed.h5")), fs::file_size(path("plain.h5")) * 3 / 4);
+
+    hid_t file = H5Fopen(path("compressed.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    hid_t dataset = H5Dopen2(file, "weights", H5P_DEFAULT);
+    hid_t plist = H5Dget_create_plist(dataset);
+    EXPECT_EQ(H5Pget_nfilters(plist), 2);  // shuffle, then deflate
+    unsigned flags = 0, filter_config = 0, values[4] = {};
+    size_t count = 4;
+    EXPECT_EQ(H5Pget_filter2(plist, 0, &flags, &count, values, 0, nullptr, &filter_config), H5Z_FILTER_SHUFFLE);
+    count = 4;
+    EXPECT_EQ(H5Pget_filter2(plist, 1, &flags, &count, values, 0, nullptr, &filter_config), H5Z_FILTER_DEFLATE);
+    H5Pclose(plist);
+    H5Dclose(dataset);
+    H5Fclose(file);
+}
+
 TEST_F(IoTest, H5dumpSeesDatasetsDtypesAndConfig) {
     if (std::system("command -v h5dump > /dev/null 2>&1") != 0) GTEST_SKIP() << "h5dump is not installed";
     save_hdf5_weights(path("w.h5"), awkward_tensors(), R"({"hidden_size": 768})");

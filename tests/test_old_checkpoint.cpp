@@ -2,11 +2,14 @@
 // make_old_checkpoint.sh: built at commit 1cb772c). Its saved config keeps the quantization
 // section as the config spelt it and has no bf16, gradient_accumulation_steps or token count;
 // today's code must take it for the same run and, from its step 4, reach the weights the old
-// binary reached by running all 12 steps without stopping.
+// binary reached by running all 12 steps without stopping. And a whole checkpoint of the old
+// binary, as its calibrations wrote <method>/model.h5 (weights and ranges, with no "weights"
+// naming another file), still loads as the whole model.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -64,6 +67,31 @@ TEST(OldCheckpoint, ResumesToTheWeightsTheOldBinaryReached) {
         for (int64_t k = 0; k < reached[i].tensor.numel(); ++k) worst = std::max(worst, (double)std::fabs(a[k] - b[k]));
     }
     EXPECT_LE(worst, 1e-6) << "largest difference from the old binary's weights";
+}
+
+TEST(OldCheckpoint, AWholeOneLoadsAsTheWholeModel) {
+    const std::string path = kFixture + "/checkpoint-4.h5";
+    EXPECT_FALSE(nlohmann::json::parse(load_hdf5_config(path)).contains("weights"));
+    EXPECT_EQ(checkpoint_weights_file(path), "");
+    RunConfig config = load_run_config(kFixture + "/qat.json", {"data.data_dir=" + kFixture});
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
+    const nn::LoadReport report = read_model_weights(task->model(), path);
+    EXPECT_TRUE(report.missing.empty() && report.unexpected.empty()) << report.summary();
+    // Every tensor as the file holds it, read by the HDF5 reader alone.
+    NamedTensors expected;
+    for (const NamedTensor& t : load_hdf5_weights(path).tensors)
+        if (t.name.starts_with("model.")) expected.push_back({t.name.substr(6), t.tensor});
+    const NamedTensors state = task->model().state_dict();
+    ASSERT_EQ(state.size(), expected.size());
+    size_t ranges = 0;
+    for (const NamedTensor& t : state) {
+        const auto same = std::find_if(expected.begin(), expected.end(), [&](const NamedTensor& e) { return e.name == t.name; });
+        ASSERT_NE(same, expected.end()) << t.name;
+        ASSERT_EQ(same->tensor.shape(), t.tensor.shape()) << t.name;
+        EXPECT_EQ(0, std::memcmp(same->tensor.raw(), t.tensor.raw(), (size_t)t.tensor.numel() * 4)) << t.name;
+        ranges += t.name.ends_with("._amax");
+    }
+    EXPECT_EQ(ranges, 20u);
 }
 
 }  // namespace

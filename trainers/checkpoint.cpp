@@ -17,6 +17,7 @@ namespace {
 
 const char* kModel = "model.";
 const char* kOptimizer = "optimizer.";
+const char* kFormat = "qdqtrain-checkpoint-1";
 
 nlohmann::json state_to_json(const TrainerState& s) {
     nlohmann::json j = {{"step", s.step},
@@ -55,25 +56,35 @@ TrainerState state_from_json(const nlohmann::json& j) {
     return s;
 }
 
-}  // namespace
-
-void save_checkpoint(const std::string& path, const Checkpoint& c) {
-    NamedTensors tensors;
-    for (const NamedTensor& t : c.model) tensors.push_back({kModel + t.name, t.tensor});
-    for (const NamedTensor& t : c.optimizer) tensors.push_back({kOptimizer + t.name, t.tensor});
-    nlohmann::json meta = {{"format", "qdqtrain-checkpoint-1"},
-                           {"trainer_state", state_to_json(c.state)},
-                           {"config", c.config}};
-    std::string tmp = path + ".tmp";
-    save_hdf5_weights(tmp, tensors, meta.dump());
-    fs::rename(tmp, path);  // atomic on POSIX: readers see the old file or the new one
+// The metadata of a qdqtrain checkpoint as its root attribute holds it; null for any other text.
+nlohmann::json parse_checkpoint_meta(const std::string& config_json) {
+    nlohmann::json meta = nlohmann::json::parse(config_json, nullptr, false);
+    if (meta.is_discarded() || !meta.is_object() || meta.value("format", "") != kFormat) return nullptr;
+    return meta;
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+// The metadata of the file at `path` when it is a qdqtrain checkpoint, else null.
+nlohmann::json checkpoint_meta(const std::string& path) {
+    if (fs::path(path).extension() != ".h5" || !fs::is_regular_file(path)) return nullptr;
+    return parse_checkpoint_meta(load_hdf5_config(path));
+}
+
+std::string weights_field(const nlohmann::json& meta, const std::string& path) {
+    if (!meta.contains("weights")) return "";
+    if (!meta.at("weights").is_string()) throw std::runtime_error(path + ": \"weights\" is not a file name");
+    return meta.at("weights").get<std::string>();
+}
+
+// `weights` as the checkpoint at `path` names it: relative to that checkpoint's directory.
+std::string resolve_weights(const std::string& path, const std::string& weights) {
+    return (fs::path(path).parent_path() / weights).lexically_normal().string();
+}
+
+// One file as it is: a partial checkpoint's model without the file it names.
+Checkpoint read_checkpoint_file(const std::string& path) {
     Hdf5Weights file = load_hdf5_weights(path);
-    nlohmann::json meta = nlohmann::json::parse(file.config_json, nullptr, false);
-    if (meta.is_discarded() || !meta.is_object() || meta.value("format", "") != "qdqtrain-checkpoint-1")
-        throw std::runtime_error(path + ": not a qdqtrain checkpoint (no trainer state)");
+    const nlohmann::json meta = parse_checkpoint_meta(file.config_json);
+    if (meta.is_null()) throw std::runtime_error(path + ": not a qdqtrain checkpoint (no trainer state)");
     Checkpoint c;
     try {
         c.state = state_from_json(meta.at("trainer_state"));
@@ -81,6 +92,7 @@ Checkpoint load_checkpoint(const std::string& path) {
         throw std::runtime_error(path + ": damaged trainer state: " + e.what());
     }
     c.config = meta.at("config");
+    c.weights = weights_field(meta, path);
     for (NamedTensor& t : file.tensors) {
         if (t.name.starts_with(kModel)) c.model.push_back({t.name.substr(6), t.tensor});
         else if (t.name.starts_with(kOptimizer)) c.optimizer.push_back({t.name.substr(10), t.tensor});
@@ -89,11 +101,66 @@ Checkpoint load_checkpoint(const std::string& path) {
     return c;
 }
 
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Checkpoint& c, Hdf5Storage storage) {
+    NamedTensors tensors;
+    for (const NamedTensor& t : c.model) tensors.push_back({kModel + t.name, t.tensor});
+    for (const NamedTensor& t : c.optimizer) tensors.push_back({kOptimizer + t.name, t.tensor});
+    nlohmann::json meta = {{"format", kFormat},
+                           {"trainer_state", state_to_json(c.state)},
+                           {"config", c.config}};
+    // Only where there is another file: a whole checkpoint's metadata stays as it always was.
+    if (!c.weights.empty()) meta["weights"] = c.weights;
+    std::string tmp = path + ".tmp";
+    save_hdf5_weights(tmp, tensors, meta.dump(), storage);
+    fs::rename(tmp, path);  // atomic on POSIX: readers see the old file or the new one
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+    Checkpoint c = read_checkpoint_file(path);
+    if (c.weights.empty()) return c;
+    const std::string base = resolve_weights(path, c.weights);
+    Checkpoint rest;
+    try {
+        rest = read_checkpoint_file(base);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + " holds part of a model; the rest, in " + base + ", could not be read: " + e.what());
+    }
+    // One level only: a chain of files could also close into a loop.
+    if (!rest.weights.empty())
+        throw std::runtime_error(path + " holds part of a model; the rest, in " + base +
+                                 ", is not whole: it names yet another file, " + rest.weights);
+    for (NamedTensor& t : c.model) {
+        auto same = std::find_if(rest.model.begin(), rest.model.end(), [&](const NamedTensor& r) { return r.name == t.name; });
+        if (same != rest.model.end()) same->tensor = t.tensor;
+        else rest.model.push_back(t);
+    }
+    c.model = std::move(rest.model);
+    c.weights.clear();
+    return c;
+}
+
 nlohmann::json checkpoint_run_config(const std::string& path) {
-    if (fs::path(path).extension() != ".h5" || !fs::is_regular_file(path)) return nullptr;
-    nlohmann::json meta = nlohmann::json::parse(load_hdf5_config(path), nullptr, false);
-    if (meta.is_discarded() || !meta.is_object() || meta.value("format", "") != "qdqtrain-checkpoint-1") return nullptr;
-    return meta.at("config");
+    const nlohmann::json meta = checkpoint_meta(path);
+    return meta.is_null() ? nullptr : meta.at("config");
+}
+
+std::string checkpoint_weights_file(const std::string& path) {
+    const nlohmann::json meta = checkpoint_meta(path);
+    const std::string weights = meta.is_null() ? "" : weights_field(meta, path);
+    return weights.empty() ? "" : resolve_weights(path, weights);
+}
+
+SplitState split_quantizer_state(const nn::Module& model) {
+    std::vector<std::string> prefixes;
+    for (const auto& [name, q] : model.named_quantizers()) prefixes.push_back(name + ".");
+    SplitState split;
+    for (const NamedTensor& t : model.state_dict()) {
+        const bool quantizer = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return t.name.starts_with(p); });
+        (quantizer ? split.quantizers : split.weights).push_back(t);
+    }
+    return split;
 }
 
 nn::LoadReport read_model_weights(nn::Module& model, const std::string& path) {

@@ -3,6 +3,10 @@
 // config and the trainer's scalar state (step, RNG states, data-loader position, best metric).
 // A checkpoint is written to "<path>.tmp" and renamed over <path>: a crash mid-write leaves the
 // previous checkpoint as it was.
+//
+// A checkpoint may hold only part of the model and name the file that holds the rest ("weights"
+// in the metadata): each calibration method's ranges over the float weights that every method
+// shares, which would otherwise be stored once per method (app/calibrate.h).
 #pragma once
 
 #include <array>
@@ -14,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/loader.h"
+#include "io/hdf5_weights.h"
 #include "autograd/named_tensors.h"
 #include "nn/module.h"
 #include "nn/state_dict.h"
@@ -53,9 +58,16 @@ struct Checkpoint {
     NamedTensors optimizer;
     TrainerState state;
     nlohmann::json config;  // the resolved run config
+    // The file holding the rest of the model's state, relative to this file's directory; empty
+    // when this file holds all of it. That file must hold all of its own.
+    std::string weights{};
 };
 
-void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+// Plain storage for checkpoints written every save_steps; Compressed for files that are kept
+// (a calibration's float weights: io/hdf5_weights.h).
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint, Hdf5Storage storage = Hdf5Storage::Plain);
+// The whole model state: with "weights", that file's model tensors with this file's on top, and
+// `weights` empty in the result. An error names both files when that one cannot be read.
 Checkpoint load_checkpoint(const std::string& path);
 
 // The weights of any model file: a checkpoint's model part, or a pretrained file or directory as
@@ -66,6 +78,17 @@ void load_model_weights(nn::Module& model, const std::string& path);
 nn::LoadReport read_model_weights(nn::Module& model, const std::string& path);
 // The "config" of a checkpoint's metadata; null for any other file.
 nlohmann::json checkpoint_run_config(const std::string& path);
+// The file that holds the rest of the checkpoint's model ("weights", resolved against the
+// checkpoint's directory); empty when the checkpoint holds all of it.
+std::string checkpoint_weights_file(const std::string& path);
+
+// A model's state in two: its quantizers' (every entry under an attached quantizer's name, e.g.
+// "<quantizer>._amax") and the rest, the float weights.
+struct SplitState {
+    NamedTensors weights;
+    NamedTensors quantizers;
+};
+SplitState split_quantizer_state(const nn::Module& model);
 
 // checkpoint-<step>.h5 files in `dir`, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
