@@ -36,6 +36,8 @@ RunConfig stage(const RunConfig& config, const std::string& name) {
     RunConfig c = config;
     c.training.output_dir = (fs::path(config.training.output_dir) / name).string();
     c.data.validation_fraction = config.pipeline.validation_fraction;
+    // A finished stage keeps its model.h5, and checkpoints only where the config asks for them.
+    if (!c.training.save_total_limit) c.training.save_total_limit = 0;
     return c;
 }
 

@@ -7,7 +7,11 @@
 //   fp32/        the FP32 run                     qat/    the QAT run
 //   qat_<name>/  each pipeline.qat_variants run, from the same calibration as qat/; the INT8
 //                export is of the best QAT run on validation
-//   calibrate/   calibrate's output (app/calibrate.h)
+//                (each training stage: config.json, metrics.jsonl, model.h5, eval_results.json,
+//                test_results.json; its checkpoints are removed when it finishes unless
+//                training.save_total_limit says how many to keep)
+//   calibrate/   calibrate's output (app/calibrate.h): the float model once, each method's
+//                ranges beside it
 //   onnx/        model_fp32.onnx, model_int8.onnx (pipeline.onnx_target) and evaluation.json:
 //                both run in ONNX Runtime on the evaluation set (app/onnx_evaluation.h)
 //   results.json, results.md   one row per stage: the task's metrics (and ONNX latency)

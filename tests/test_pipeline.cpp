@@ -4,6 +4,7 @@
 // of evaluate() into eval_inputs() and score(), which the ONNX Runtime rows rest on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,36 @@ TEST(Pipeline, OnlyTheQatStageDistils) {
     expect_error([&] { make_task(own, {true, true}); }, {"pipe.json", "distillation.teacher", "not set"});
 }
 
+namespace {
+
+// The names in `dir` (folders with a trailing slash), sorted.
+std::vector<std::string> names_in(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir))
+        names.push_back(entry.path().filename().string() + (entry.is_directory() ? "/" : ""));
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// Each stage's folder holds what app/pipeline.h and the README say, and nothing more: a
+// training stage its log, config, model and metrics, its checkpoints gone (save_total_limit
+// unset); the calibration the float model once and each method's ranges beside it.
+void expect_stage_folders_as_documented(const fs::path& out) {
+    const std::vector<std::string> trained = {"config.json", "eval_results.json", "metrics.jsonl", "model.h5",
+                                              "test_results.json"};
+    for (const char* stage : {"fp32", "qat", "qat_kd"}) EXPECT_EQ(names_in(out / stage), trained) << stage;
+    const std::vector<std::string> methods = {"entropy/", "max/", "mse/", "percentile-99.9/", "percentile-99.99/",
+                                              "percentile-99.999/"};
+    std::vector<std::string> calibrate = {"calibration.json", "calibration_report.md", "model.h5", "plots/"};
+    calibrate.insert(calibrate.end(), methods.begin(), methods.end());
+    std::sort(calibrate.begin(), calibrate.end());
+    EXPECT_EQ(names_in(out / "calibrate"), calibrate);
+    for (const std::string& method : methods)
+        EXPECT_EQ(names_in(out / "calibrate" / method), std::vector<std::string>{"ranges.h5"}) << method;
+}
+
+}  // namespace
+
 TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     const std::string no_runtime = onnxruntime_unavailable();
     if (!no_runtime.empty()) {
@@ -105,13 +136,14 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     PipelineOutcome first = run_pipeline(config);
     ASSERT_TRUE(first.finished);
     const fs::path out = dir.path() / "pipe";
-    for (const char* file : {"fp32/model.h5", "calibrate/calibration.json", "calibrate/percentile-99.99/model.h5",
+    for (const char* file : {"fp32/model.h5", "calibrate/calibration.json", "calibrate/model.h5", "calibrate/percentile-99.99/ranges.h5",
                              "qat/model.h5", "onnx/model_fp32.onnx", "onnx/model_int8.onnx", "onnx/evaluation.json", "results.json",
                              "results.md", "plots/metric_by_stage.svg", "plots/fp32_loss.svg",
                              "fp32/test_results.json", "qat/test_results.json",
                              "plots/fp32_eval.svg", "plots/qat_loss.svg", "qat_kd/model.h5", "qat_kd/test_results.json",
                              "plots/qat_kd_loss.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
+    expect_stage_folders_as_documented(out);
     EXPECT_EQ(first.results.qat_from, "percentile-99.99");
     // Choices on validation (pipeline.validation_fraction 0.1 of 64 examples: 6), numbers on test.
     ASSERT_TRUE(first.results.fp32_validation && first.results.qat_validation);
@@ -130,11 +162,11 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     }
     EXPECT_EQ(calibration.best, chosen->name);
     // QAT started from the calibrated checkpoint: its config names it.
-    EXPECT_EQ(load_checkpoint(list_checkpoints((out / "qat").string()).back()).config["model"]["init"],
-              (out / "calibrate" / "percentile-99.99" / "model.h5").string());
+    EXPECT_EQ(read_json_file((out / "qat" / "config.json").string())["model"]["init"],
+              (out / "calibrate" / "percentile-99.99" / "ranges.h5").string());
     // The variant started from the same calibration as QAT and learned from the FP32 model.
-    const nlohmann::json kd_config = load_checkpoint(list_checkpoints((out / "qat_kd").string()).back()).config;
-    EXPECT_EQ(kd_config["model"]["init"], (out / "calibrate" / "percentile-99.99" / "model.h5").string());
+    const nlohmann::json kd_config = read_json_file((out / "qat_kd" / "config.json").string());
+    EXPECT_EQ(kd_config["model"]["init"], (out / "calibrate" / "percentile-99.99" / "ranges.h5").string());
     EXPECT_EQ(kd_config["distillation"]["alpha"], 0.5);
     EXPECT_EQ(fs::path(kd_config["distillation"]["teacher"].get<std::string>()),
               fs::absolute(out / "fp32" / "model.h5"));
@@ -340,6 +372,9 @@ TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     }
     EXPECT_EQ(ranges, 20 - b.float_quantizers.size());
     EXPECT_TRUE(fs::exists(dir.path() / "pipe" / "calibrate" / "budget.json"));
+    // Like each method's, the budget's file holds ranges over the calibration's float weights.
+    EXPECT_EQ(fs::path(b.checkpoint), dir.path() / "pipe" / "calibrate" / "budget" / "ranges.h5");
+    EXPECT_EQ(fs::path(checkpoint_weights_file(b.checkpoint)), dir.path() / "pipe" / "calibrate" / "model.h5");
     const std::string md = (dir.path() / "pipe" / "results.md").string();
     std::ifstream in(md);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -163,7 +163,7 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     check_positive(training, "learning_rate", t.learning_rate);
     check_positive(training, "ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
     if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
-    if (t.save_total_limit < 1) training.fail("save_total_limit", "must be at least 1");
+    if (t.save_total_limit && *t.save_total_limit < 0) training.fail("save_total_limit", "must be 0 or more");
     if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
     try {
         check_schedule(schedule_options(t, 0));
@@ -363,7 +363,8 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"max_grad_norm", t.max_grad_norm}, {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
           {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
           {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
-          {"save_total_limit", t.save_total_limit}, {"load_best_model_at_end", t.load_best_model_at_end},
+          {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
+          {"load_best_model_at_end", t.load_best_model_at_end},
           {"metric_for_best_model", t.metric_for_best_model},
           {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
           {"use_cpu", t.use_cpu}}}};

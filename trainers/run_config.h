@@ -106,6 +106,9 @@ struct DataSettings {
     double mlm_probability = 0.15;
 };
 
+// Checkpoints kept when training.save_total_limit is unset.
+constexpr int64_t kSaveTotalLimitWhileTraining = 2;
+
 struct TrainingSettings {
     std::string output_dir = "runs/default";
     uint64_t seed = 42;
@@ -126,7 +129,11 @@ struct TrainingSettings {
     int64_t logging_steps = 50;
     int64_t eval_steps = 0;    // 0: evaluate at the end of each epoch
     int64_t save_steps = 500;  // 0: save at the end of each epoch
-    int save_total_limit = 2;  // checkpoints kept (the best one is never removed)
+    // Hugging Face's save_total_limit: the newest checkpoints kept (the best one too with
+    // load_best_model_at_end, and the newest always while training, which resumes from it);
+    // when set, a finished run keeps that many beside model.h5 (0: none). Unset: 2 while
+    // training and after; a pipeline's stages then keep none (app/pipeline.h).
+    std::optional<int64_t> save_total_limit;
     bool load_best_model_at_end = false;
     std::string metric_for_best_model;  // default: the task's main metric
     // Default as HF: false when the metric's name ends in "loss", else true.

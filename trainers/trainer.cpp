@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 
 #include "autograd/ops.h"
@@ -24,6 +25,7 @@
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
+#include "trainers/resume.h"
 #include "trainers/run_log.h"
 #include "trainers/run_precision.h"
 #include "trainers/sharded_evaluation.h"
@@ -35,41 +37,6 @@ namespace fs = std::filesystem;
 namespace {
 
 volatile std::sig_atomic_t stop_requested = 0;
-
-// Keys that may change between a run and its resumption: where and how often it reports, the
-// device, and where the data files sit (compared by file name, so a run moves between machines).
-const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", "save_steps",
-                                   "save_total_limit", "per_device_eval_batch_size", "load_best_model_at_end",
-                                   "metric_for_best_model", "greater_is_better", "ddp_bucket_cap_mb",
-                                   "use_cpu"};
-
-nlohmann::json comparable(nlohmann::json config) {
-    for (const char* key : kFreeTrainingKeys) config["training"].erase(key);
-    // Keys older runs lack, as those runs had them.
-    if (!config["training"].contains("bf16")) config["training"]["bf16"] = false;
-    if (!config["training"].contains("gradient_accumulation_steps")) config["training"]["gradient_accumulation_steps"] = 1;
-    nlohmann::json& data = config["data"];
-    data.erase("data_dir");
-    data.erase("eval_files");
-    data.erase("max_eval_examples");
-    for (auto& f : data["train_files"]) f = fs::path(f.get<std::string>()).filename().string();
-    data["vocab"] = fs::path(data["vocab"].get<std::string>()).filename().string();
-    config["model"].erase("init");  // the checkpoint's weights replace it
-    config.erase("pipeline");       // what happens after this run
-    // Older runs saved the quantization section as the config gave it: compared as read.
-    if (config.contains("quantization"))
-        config["quantization"] = quantization_config_to_json(quantization_config_from_json(config["quantization"], "checkpoint"));
-    return config;
-}
-
-void check_resumable(const nlohmann::json& saved, const nlohmann::json& current, const std::string& checkpoint) {
-    nlohmann::json diff = nlohmann::json::diff(comparable(saved), comparable(current));
-    if (diff.empty()) return;
-    std::string where = diff[0].value("path", "?");
-    throw std::runtime_error(checkpoint + ": was written by a run with a different config (" + where +
-                             "); resuming would not give the run either config describes. Use a new "
-                             "training.output_dir, or --no-resume to start over in this one");
-}
 
 double now_seconds() {
     using namespace std::chrono;
@@ -192,17 +159,18 @@ void seed_rank_streams(Run& r) {
     r.data_rng = Rng(mix64(r.t.seed ^ mix64(0x6461746172616e64ull + rank)));
 }
 
-// Continues from the newest checkpoint of the output directory, or (without resume) deletes them.
+// Continues from the newest readable checkpoint of the output directory, or (without resume)
+// deletes them.
 void resume_or_start(Run& r, bool resume) {
-    std::vector<std::string> existing = list_checkpoints(r.out_dir);
     if (!resume) {
         if (r.world.is_root())
-            for (const std::string& path : existing) fs::remove(path);
+            for (const std::string& path : list_checkpoints(r.out_dir)) fs::remove(path);
         return;
     }
-    if (existing.empty()) return;
-    const std::string& path = existing.back();
-    Checkpoint c = load_checkpoint(path);
+    std::optional<ReadableCheckpoint> newest = newest_readable_checkpoint(r.out_dir, r.world.is_root());
+    if (!newest) return;
+    const std::string& path = newest->path;
+    Checkpoint& c = newest->checkpoint;
     check_resumable(c.config, r.resolved, path);
     const size_t ranks = r.world.size > 1 ? (size_t)r.world.size : 0;
     if (c.state.ranks.size() != ranks)
@@ -245,7 +213,9 @@ void save(Run& r) {
     r.last_saved = r.state.step;
     if (!r.world.is_root()) return;
     save_checkpoint(r.out_dir + "/" + checkpoint_name(r.state.step), {r.model.state_dict(), r.optimizer.state, r.state, r.resolved});
-    prune_checkpoints(r.out_dir, r.t.save_total_limit, r.t.load_best_model_at_end ? r.state.best_checkpoint : "");
+    // The newest is kept whatever the limit: the run resumes from it.
+    const int64_t keep = std::max<int64_t>(1, r.t.save_total_limit.value_or(kSaveTotalLimitWhileTraining));
+    prune_checkpoints(r.out_dir, (int)keep, r.t.load_best_model_at_end ? r.state.best_checkpoint : "");
 }
 
 // The task's metrics, in the precision the model is scored in (eval_matmul_precision).
@@ -304,6 +274,8 @@ TrainOutcome finish(Run& r, RunLog& log) {
     if (r.world.is_root()) {
         nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
         write_json_file(r.out_dir + "/eval_results.json", r.last_metrics);
+        // model.h5 now holds the run's result: a set limit applies to what a finished run keeps.
+        if (r.t.save_total_limit) prune_checkpoints(r.out_dir, (int)*r.t.save_total_limit, "");
     }
     barrier();  // every rank may read what rank 0 wrote once train() returns
     return {TrainStatus::finished, r.state.step, r.last_metrics, ""};
@@ -354,6 +326,11 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         r.reducer.emplace(std::move(params), (int64_t)(t.ddp_bucket_cap_mb * 1024 * 1024));
     }
 
+    if (options.resume)
+        if (std::optional<nlohmann::json> metrics = finished_run_metrics(r.out_dir, r.resolved)) {
+            if (r.world.is_root()) std::cerr << "qdqtrain: " << r.out_dir << " holds this run, finished\n";
+            return {TrainStatus::finished, total_steps, *metrics, ""};
+        }
     seed_rank_streams(r);
     resume_or_start(r, options.resume);
     start_quantized(config, model, r.state.step);

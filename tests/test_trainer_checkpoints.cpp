@@ -1,0 +1,135 @@
+// What a run keeps and reads back in its output directory: an unreadable newest checkpoint is
+// set aside and the run resumes from the one before it, ending bit-identical to a run never
+// interrupted; a finished run run again adds nothing; training.save_total_limit says how many
+// checkpoints a finished run keeps beside model.h5.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tests/support/metrics_records.h"
+#include "tests/support/same_weights.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tiny_task.h"
+#include "trainers/checkpoint.h"
+#include "trainers/trainer.h"
+
+using namespace qdq;
+using qdq::testing::expect_same_weights;
+using qdq::testing::metrics_records;
+using qdq::testing::TempDir;
+using qdq::testing::tiny_config;
+using qdq::testing::write_task_files;
+namespace fs = std::filesystem;
+
+namespace {
+
+TrainOutcome train_config(const nlohmann::json& raw) {
+    RunConfig config = parse_run_config(raw, "test.json", ".");
+    std::unique_ptr<Task> task = make_task(config, {});
+    return train(config, *task);
+}
+
+std::string file_bytes(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> checkpoint_names(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const std::string& path : list_checkpoints(dir.string())) names.push_back(fs::path(path).filename().string());
+    return names;
+}
+
+// The tiny run (12 steps, a checkpoint every 4), finished in `out` keeping all three checkpoints.
+nlohmann::json finished_run(const TempDir& dir, const std::string& out) {
+    nlohmann::json raw = tiny_config(dir, out);
+    raw["model"]["config"]["hidden_dropout_prob"] = 0.2;  // resume must restore the dropout stream
+    raw["training"]["save_total_limit"] = 3;
+    EXPECT_EQ(train_config(raw).status, TrainStatus::finished);
+    return raw;
+}
+
+}  // namespace
+
+// A run stopped after step 8 whose checkpoint-8.h5 was cut short (a full disk, a killed copy):
+// it resumes from checkpoint-4.h5, says so, keeps the cut file aside, and ends as the run that
+// never stopped.
+TEST(Trainer, ResumesFromTheCheckpointBeforeAnUnreadableNewestOne) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = finished_run(dir, "straight");
+    const fs::path straight = dir.path() / "straight", cut = dir.path() / "cut";
+    fs::create_directories(cut);
+    for (const char* name : {"checkpoint-4.h5", "checkpoint-8.h5", "metrics.jsonl"}) fs::copy_file(straight / name, cut / name);
+    fs::resize_file(cut / "checkpoint-8.h5", fs::file_size(cut / "checkpoint-8.h5") / 2);
+
+    raw["training"]["output_dir"] = cut.string();
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    const TrainOutcome outcome = train_config(raw);
+    const std::string said = ::testing::internal::GetCapturedStderr() + ::testing::internal::GetCapturedStdout();
+    ASSERT_EQ(outcome.status, TrainStatus::finished);
+    EXPECT_NE(said.find("checkpoint-8.h5 cannot be read"), std::string::npos) << said;
+    EXPECT_NE(said.find("resuming " + cut.string() + " at step 4"), std::string::npos) << said;
+    EXPECT_TRUE(fs::exists(cut / "checkpoint-8.h5.unreadable"));
+    expect_same_weights(straight / "model.h5", cut / "model.h5");
+    EXPECT_EQ(metrics_records(straight), metrics_records(cut));
+}
+
+TEST(Trainer, RefusesToResumeWhenNoCheckpointCanBeRead) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "cut");
+    const fs::path cut = dir.path() / "cut";
+    fs::create_directories(cut);
+    std::ofstream(cut / "checkpoint-4.h5") << "not HDF5";
+    try {
+        train_config(raw);
+        FAIL() << "started over beside an unreadable checkpoint";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("none of its 1 checkpoints can be read; --no-resume"), std::string::npos)
+            << e.what();
+    }
+}
+
+// Running a finished run again returns its metrics and leaves every file as it was.
+TEST(Trainer, RunningAFinishedRunAgainAddsNothing) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = finished_run(dir, "run");
+    const fs::path run = dir.path() / "run";
+    const std::string log = file_bytes(run / "metrics.jsonl"), model = file_bytes(run / "model.h5");
+    const nlohmann::json metrics = nlohmann::json::parse(file_bytes(run / "eval_results.json"));
+    raw["training"]["eval_steps"] = 2;  // a reporting key: still the same run
+    const TrainOutcome again = train_config(raw);
+    EXPECT_EQ(again.status, TrainStatus::finished);
+    EXPECT_EQ(again.metrics, metrics);
+    EXPECT_EQ(file_bytes(run / "metrics.jsonl"), log);
+    EXPECT_EQ(file_bytes(run / "model.h5"), model);
+}
+
+// Hugging Face's save_total_limit: the newest N while training; set, it is also what a finished
+// run keeps (0: only model.h5); unset, the newest two.
+TEST(Trainer, AFinishedRunKeepsSaveTotalLimitCheckpoints) {
+    TempDir dir;
+    write_task_files(dir);
+    const std::vector<std::pair<nlohmann::json, std::vector<std::string>>> cases = {
+        {nullptr, {"checkpoint-8.h5", "checkpoint-12.h5"}},
+        {0, {}},
+        {1, {"checkpoint-12.h5"}},
+    };
+    for (const auto& [limit, kept] : cases) {
+        const std::string out = "limit_" + limit.dump();
+        nlohmann::json raw = tiny_config(dir, out);
+        if (!limit.is_null()) raw["training"]["save_total_limit"] = limit;
+        ASSERT_EQ(train_config(raw).status, TrainStatus::finished) << limit;
+        EXPECT_EQ(checkpoint_names(dir.path() / out), kept) << "save_total_limit " << limit;
+        EXPECT_TRUE(fs::exists(dir.path() / out / "model.h5"));
+    }
+    nlohmann::json raw = tiny_config(dir, "negative");
+    raw["training"]["save_total_limit"] = -1;
+    EXPECT_THROW(train_config(raw), std::runtime_error);
+}

@@ -1,0 +1,35 @@
+// How a run continues from its output directory: whether a checkpoint's config describes this
+// run, which checkpoint to resume from when the newest one cannot be read, and whether the run
+// already finished (trainers/trainer.h).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trainers/checkpoint.h"
+
+namespace qdq {
+
+// Throws, naming `checkpoint` and the first key that differs, unless the config a checkpoint
+// saved (`saved`) and this run's resolved config (`current`) describe the same run: they may
+// differ only in where and how often it reports, the device, and where the data files sit.
+void check_resumable(const nlohmann::json& saved, const nlohmann::json& current, const std::string& checkpoint);
+
+struct ReadableCheckpoint {
+    std::string path;
+    Checkpoint checkpoint;
+};
+
+// The newest checkpoint of `dir` that reads whole. A newer one that does not (cut short by a full
+// disk, say) is reported on stderr and, by `set_aside` (rank 0 of a run), renamed to
+// <name>.unreadable: kept for a look, out of the run's way. None when there is no checkpoint;
+// throws when there are some and none reads.
+std::optional<ReadableCheckpoint> newest_readable_checkpoint(const std::string& dir, bool set_aside);
+
+// The final metrics of a run that already finished in `dir` (model.h5, eval_results.json and a
+// config.json of the same run as `resolved`), so that running it again changes nothing.
+std::optional<nlohmann::json> finished_run_metrics(const std::string& dir, const nlohmann::json& resolved);
+
+}  // namespace qdq
