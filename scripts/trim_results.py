@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Trims the committed pipeline records, experiments/results/<sweep>/runs/run-NNN/results.json,
+of what no table or report reads: each activation quantizer's calibration histogram,
+calibration.quantizers[i].histogram (512 bar counts, its bin width and max), about three
+quarters of each file. Everything else is kept as written, byte for byte.
+
+Why the histograms can go:
+- The only reader of committed records is the sweep report (`qdqtrain sweep SWEEP.json
+  [--results]`, app/sweep_report.cpp), through results.json's strict reader
+  (pipeline_results_from_json, app/pipeline_results.cpp). From each quantizer it takes the
+  name, a weight's SQNR, and an activation's ranges by method (max and percentile-99.99 for the
+  outlier ratio, the method QAT started from for the SQNR); never the histogram.
+- The strict reader treats an activation's "histogram" as optional (activation_from_json in
+  app/calibration_result.cpp: absent for a quantizer calibrated without one), so a trimmed
+  record reads back, and writes back, as the same PipelineResults less the histograms.
+- The histograms' one reader, the calibration report (app/calibration_report.cpp: plots of each
+  histogram with the methods' ranges), runs inside `qdqtrain calibrate` on the result it has
+  just computed, in the run's own directory (calibrate/calibration.json keeps them); nothing
+  renders a report from a results.json.
+
+What is kept, and why:
+- config: required by the reader; the sweep report reads training.seed and training.bf16, and
+  it is the record of how the run was made.
+- each quantizer's name, kind, a weight's amax_max/amax_min/clipped_fraction/sqnr_db, and an
+  activation's "methods" (amax, clipped_fraction, sqnr_db by method): the reader requires every
+  field of an entry that is present; the sweep report's quantizer table reads them; and
+  experiments/README.md quotes the ranges by method (MNLI's FFN outputs: MSE 270-390, entropy
+  25-54, percentile 99.9 14-85, SQNR at entropy's ranges).
+- calibration.quantizers itself, whole: its length is the number of quantizers, against which
+  qat_takes_float_set (app/accuracy_budget.cpp) tells a float set from the FP32 model.
+- accuracy_budget.float_quantizers (required; the table counts it), summary, costs, metrics,
+  checkpoints' names: read, or small.
+- The histograms experiments/README.md quotes, KEEP_HISTOGRAMS below: MNLI's FFN outputs of
+  layers 0-2 (their values below 2 and beyond 10, in separate clusters).
+
+The file is written back as the project writes JSON (json/json_file.cpp: dump(2) and a newline),
+each number as the file spelt it; a file that would not read back in that form byte for byte is
+left alone and reported. Re-running it changes nothing. A sweep copies each run's whole
+results.json into its results_dir/runs/ as the run finishes (record_run, app/sweep.cpp): run this
+before committing new records.
+
+usage: trim_results.py [--dry-run] [FILE...]   (default: every results_dir/runs/*/results.json)
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+# By sweep (the results_dir's name): the quantizers whose histograms a document quotes.
+KEEP_HISTOGRAMS = {
+    "mnli": re.compile(r"^bert\.encoder\.layer\.[0-2]\.output\.add_local_input_quantizer$"),
+}
+
+
+class Number(str):
+    """A JSON number kept as the file spelt it, so that writing it back changes no digit."""
+
+
+def parse(text):
+    return json.loads(text, parse_float=Number, parse_int=Number)
+
+
+def dump(value, indent=0):
+    """nlohmann::json's dump(2): two spaces a level, ": " after a key, empty containers inline."""
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(value, Number):
+        return str(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [inner + json.dumps(k, ensure_ascii=False) + ": " + dump(v, indent + 2) for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(inner + dump(v, indent + 2) for v in value) + "\n" + pad + "]"
+    return json.dumps(value, ensure_ascii=False)  # strings, true, false, null
+
+
+def sweep_of(path):
+    """results_dir's name for results_dir/runs/run-NNN/results.json."""
+    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
+    return parts[-4] if len(parts) >= 4 and parts[-3] == "runs" else ""
+
+
+def trim(results, sweep):
+    """Drops the unread fields from a parsed results.json; returns how many histograms went."""
+    keep = KEEP_HISTOGRAMS.get(sweep)
+    dropped = 0
+    for q in results["calibration"]["quantizers"]:
+        if "histogram" in q and not (keep and keep.match(q["name"])):
+            del q["histogram"]
+            dropped += 1
+    return dropped
+
+
+def main():
+    args = sys.argv[1:]
+    dry = "--dry-run" in args
+    files = [a for a in args if a != "--dry-run"]
+    if any(a.startswith("-") for a in files):
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        sys.exit(2)
+    if not files:
+        root = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+        files = sorted(glob.glob(os.path.join(root, "experiments/results/*/runs/run-*/results.json")))
+    failed = 0
+    before_total = after_total = 0
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        results = parse(text)
+        if dump(results) + "\n" != text:
+            print(f"{path}: not in the project's JSON form (dump(2)); left alone", file=sys.stderr)
+            failed += 1
+            continue
+        dropped = trim(results, sweep_of(path))
+        out = dump(results) + "\n"
+        before, after = len(text.encode()), len(out.encode())
+        before_total += before
+        after_total += after
+        print(f"{path}: {dropped} histograms dropped, {before} -> {after} bytes")
+        if not dry and out != text:
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(out)
+            os.replace(tmp, path)
+    print(f"{len(files) - failed} files: {before_total} -> {after_total} bytes"
+          f" ({before_total - after_total} saved){' (dry run)' if dry else ''}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
