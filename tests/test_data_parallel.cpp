@@ -278,7 +278,9 @@ TEST(DataParallel, TwoRanksEndWhereOneProcessOfTheWholeBatchEnds) {
         }
     }
     EXPECT_TRUE(fs::exists(root / "two" / checkpoint_name(20)));
-    // A checkpoint of two ranks resumes only with two.
+    // A checkpoint of two ranks resumes only with two. (A finished run is left as it is, whatever
+    // the number of processes: without its model.h5 it is a run stopped at its last checkpoint.)
+    fs::remove(root / "two" / "model.h5");
     Process alone = run_qdqtrain("train " + (root / "two.json").string());
     EXPECT_NE(alone.status, 0);
     EXPECT_NE(alone.output.find("checkpoint-20.h5: was written by a run of 2 process(es), and this is 1"), std::string::npos)
