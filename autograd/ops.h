@@ -50,8 +50,10 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis);
 
 // ---- embedding.cpp -------------------------------------------------------------------------
 // weight [V, C], ids int32 [...] in [0, V) -> [..., C]; backward scatter-adds into weight's
-// gradient.
-Tensor embedding(const Tensor& weight, const Tensor& ids);
+// gradient, except at the positions whose id is padding_idx (torch's padding_idx: that row gets
+// no gradient from the lookup, though it is read like any other). kNoPadding: every id trains.
+constexpr int64_t kNoPadding = -1;
+Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx = kNoPadding);
 
 // ---- activation.cpp ------------------------------------------------------------------------
 Tensor gelu(const Tensor& x);  // exact erf form, as BERT's "gelu"

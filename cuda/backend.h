@@ -90,7 +90,7 @@ void dropout_forward(float* y, const float* x, uint64_t key, float p, float scal
 void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float scale, int64_t n);
 // out [n, C] = weight rows at ids [n]; dweight rows at ids += dout rows (atomic adds).
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
-void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C);
+void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C, int64_t padding_idx);
 // Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device, integer
 // range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h); the
 // backward's straight-through gradient by `rule` (cuda/kernels/fake_quant.cuh: clipped STE,

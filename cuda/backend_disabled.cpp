@@ -57,7 +57,7 @@ void axis_block_copy(float*, int64_t, int64_t, const float*, int64_t, int64_t, i
 void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
-void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
+void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t, int64_t) { unavailable(); }
 void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, bool) {
     unavailable();
 }

@@ -73,8 +73,9 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C) {
     for_each(n * C, EmbeddingForwardOp{out, weight, ids, C});
 }
-void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C) {
-    for_each(n * C, EmbeddingBackwardOp{dweight, dout, ids, C});
+void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C,
+                        int64_t padding_idx) {
+    for_each(n * C, EmbeddingBackwardOp{dweight, dout, ids, C, padding_idx});
 }
 
 void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,

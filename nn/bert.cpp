@@ -8,7 +8,7 @@
 namespace qdq::nn {
 
 BertEmbeddings::BertEmbeddings(const BertConfig& c, Rng& init_rng)
-    : word_embeddings(c.vocab_size, c.hidden_size, c.initializer_range, init_rng),
+    : word_embeddings(c.vocab_size, c.hidden_size, c.initializer_range, init_rng, c.pad_token_id),
       position_embeddings(c.max_position_embeddings, c.hidden_size, c.initializer_range, init_rng),
       token_type_embeddings(c.type_vocab_size, c.hidden_size, c.initializer_range, init_rng),
       layer_norm(c.hidden_size, c.layer_norm_eps),

@@ -65,6 +65,10 @@ BertConfig bert_config_from_json(const nlohmann::json& j, const std::string& sou
                           {"attention_probs_dropout_prob", c.attention_probs_dropout_prob}})
         if (p < 0 || p >= 1) f.fail(key, "must be in [0, 1)");
     if (c.layer_norm_eps <= 0) f.fail("layer_norm_eps", "must be positive");
+    // The word embeddings' padding_idx, as torch.nn.Embedding requires it.
+    if (c.pad_token_id < 0 || c.pad_token_id >= c.vocab_size)
+        f.fail("pad_token_id", "must be a row of the vocabulary, in [0, " + std::to_string(c.vocab_size) + "), got " +
+                                   std::to_string(c.pad_token_id));
     return c;
 }
 

@@ -1,5 +1,7 @@
 #include "nn/layers.h"
 
+#include <algorithm>
+
 #include "autograd/ops.h"
 
 namespace qdq::nn {
@@ -20,11 +22,16 @@ Tensor Linear::forward(const Tensor& x) const {
     return linear(quantize(input_quantizer, x), quantize(weight_quantizer, weight), bias);
 }
 
-Embedding::Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng) {
-    weight = register_parameter("weight", normal_tensor({count, dim}, init_std, init_rng));
+Embedding::Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng, int64_t padding_idx)
+    : padding_idx(padding_idx) {
+    check(padding_idx == kNoPadding || (padding_idx >= 0 && padding_idx < count),
+          "Embedding: padding_idx " + std::to_string(padding_idx) + " is outside the " + std::to_string(count) + " rows");
+    Tensor init = normal_tensor({count, dim}, init_std, init_rng);
+    if (padding_idx != kNoPadding) std::fill_n(init.f32() + padding_idx * dim, dim, 0.0f);
+    weight = register_parameter("weight", init);
 }
 
-Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids); }
+Tensor Embedding::forward(const Tensor& ids) const { return embedding(weight, ids, padding_idx); }
 
 LayerNorm::LayerNorm(int64_t dim, float eps) : eps(eps) {
     weight = register_parameter("weight", full({dim}, 1.0f));

@@ -21,12 +21,16 @@ public:
     TensorQuantizer* weight_quantizer = nullptr;
 };
 
+// torch.nn.Embedding, padding_idx included: that row starts at zero and receives no gradient
+// from the lookup (it still loads, saves and trains through anything else that reads it, such
+// as a tied decoder).
 class Embedding : public Module {
 public:
-    Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng);
+    Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng, int64_t padding_idx = kNoPadding);
     Tensor forward(const Tensor& ids) const;
 
     Tensor weight;  // [count, dim]
+    int64_t padding_idx;
 };
 
 class LayerNorm : public Module {

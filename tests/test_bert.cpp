@@ -3,6 +3,7 @@
 // parameter gradient of the three heads must match.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -162,12 +163,21 @@ TEST(Bert, StateDictKeysAreHuggingFaces) {
     EXPECT_EQ(model.parameter_count(), expected_count);
 }
 
+// HF's _init_weights, the [PAD] row of the word embeddings (padding_idx) zeroed as torch's
+// nn.Embedding and HF both leave it.
 TEST(Bert, HuggingFaceInitialisation) {
     BertConfig c = fixture_config();
     c.vocab_size = 2000;
     c.hidden_size = 64;
+    c.pad_token_id = 7;
     Rng init(3);
     BertForSequenceClassification model(c, init);
+    const Tensor words = model.bert.embeddings.word_embeddings.weight;
+    for (int64_t row : {6, 7, 8}) {
+        const float* w = words.f32() + row * c.hidden_size;
+        const bool zero = std::all_of(w, w + c.hidden_size, [](float x) { return x == 0.0f; });
+        EXPECT_EQ(zero, row == c.pad_token_id) << "word_embeddings row " << row;
+    }
     for (const NamedTensor& p : model.named_parameters()) {
         std::vector<float> v = p.tensor.to_vector();
         double mean = 0, sq = 0;
@@ -239,6 +249,7 @@ TEST(Bert, ConfigErrorsNameTheField) {
     EXPECT_NE(error_of({{"hidden_size", 30}, {"num_attention_heads", 4}}).find("multiple"), std::string::npos);
     EXPECT_NE(error_of({{"hidden_act", "relu"}}).find("hidden_act"), std::string::npos);
     EXPECT_NE(error_of({{"hidden_dropout_prob", 1.5}}).find("hidden_dropout_prob"), std::string::npos);
+    EXPECT_NE(error_of({{"vocab_size", 100}, {"pad_token_id", 100}}).find("pad_token_id"), std::string::npos);
     EXPECT_EQ(error_of({{"architectures", {"BertModel"}}, {"transformers_version", "4.30"}}), "no error");
     EXPECT_EQ(bert_config_from_json({{"id2label", {{"0", "a"}, {"1", "b"}, {"2", "c"}}}}, "x").num_labels, 3);
 }
@@ -259,8 +270,11 @@ TEST(Bert, RobertaTransplantGivesRobertasLogits) {
     expect_matches(model.forward(inputs_from(e)), e["logits"], "logits");
 }
 
+// The weights exactly, the [PAD] row's value among them, and the config, whose pad_token_id
+// (not the fixture's 0) the reloaded model's word embeddings take as their padding_idx.
 TEST(Bert, SafetensorsAndHdf5RoundTripsAreExact) {
     BertConfig c = fixture_config();
+    c.pad_token_id = 5;
     Rng init(1);
     BertForMaskedLM model(c, init);
     load_fixture_weights(model, "mlm");
@@ -272,6 +286,7 @@ TEST(Bert, SafetensorsAndHdf5RoundTripsAreExact) {
         EXPECT_EQ(bert_config_to_json(loaded_config), bert_config_to_json(c)) << path;
         Rng other(2);
         BertForMaskedLM copy(loaded_config, other);
+        EXPECT_EQ(copy.bert.embeddings.word_embeddings.padding_idx, 5) << path;
         LoadReport report = load_pretrained_weights(copy, path);
         EXPECT_TRUE(report.missing.empty() && report.unexpected.empty()) << path << report.summary();
         NamedTensors a = model.state_dict(), b = copy.state_dict();

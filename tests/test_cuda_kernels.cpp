@@ -123,26 +123,30 @@ TEST(CudaKernelsOnHost, DropoutMasksEqualTheCpuOpsBitForBit) {
 }
 
 // Ids with repeats (row 2 three times): the gathered rows exactly, and the scattered gradient
-// exactly too, since the gradient rows hold small integers whose sums are exact in any order.
+// exactly too, since the gradient rows hold small integers whose sums are exact in any order;
+// with row 2 as the padding row too, whose gradient then stays zero on both sides.
 TEST(CudaKernelsOnHost, EmbeddingGatherAndScatterAddMatchTheCpuOp) {
-    for (int64_t C : kLengths) {
-        const int64_t V = 5;
-        const std::vector<int32_t> ids = {2, 0, 2, 4, 2, 1};
-        const int64_t n = (int64_t)ids.size();
-        const std::vector<float> weight = uniform(V * C, 9, 1.0f);
-        std::vector<float> dout((size_t)(n * C));
-        for (size_t i = 0; i < dout.size(); ++i) dout[i] = (float)(i % 5) - 2.0f;
-        Tensor w = from_vector({V, C}, weight).set_requires_grad();
-        Tensor id_tensor = empty({n}, DType::I32);
-        std::copy(ids.begin(), ids.end(), id_tensor.i32());
-        Tensor out = embedding(w, id_tensor);
-        backward(out, from_vector({n, C}, dout));
-        std::vector<float> gathered((size_t)(n * C)), dweight((size_t)(V * C), 0.0f);
-        cuda::for_each(n * C, cuda::EmbeddingForwardOp{gathered.data(), weight.data(), ids.data(), C}, 64);
-        cuda::for_each(n * C, cuda::EmbeddingBackwardOp{dweight.data(), dout.data(), ids.data(), C}, 64);
-        EXPECT_EQ(gathered, out.to_vector()) << C;
-        EXPECT_EQ(dweight, w.grad().to_vector()) << C;
-    }
+    for (int64_t padding_idx : {kNoPadding, int64_t{2}})
+        for (int64_t C : kLengths) {
+            const int64_t V = 5;
+            const std::vector<int32_t> ids = {2, 0, 2, 4, 2, 1};
+            const int64_t n = (int64_t)ids.size();
+            const std::vector<float> weight = uniform(V * C, 9, 1.0f);
+            std::vector<float> dout((size_t)(n * C));
+            for (size_t i = 0; i < dout.size(); ++i) dout[i] = (float)(i % 5) - 2.0f;
+            Tensor w = from_vector({V, C}, weight).set_requires_grad();
+            Tensor id_tensor = empty({n}, DType::I32);
+            std::copy(ids.begin(), ids.end(), id_tensor.i32());
+            Tensor out = embedding(w, id_tensor, padding_idx);
+            backward(out, from_vector({n, C}, dout));
+            std::vector<float> gathered((size_t)(n * C)), dweight((size_t)(V * C), 0.0f);
+            cuda::for_each(n * C, cuda::EmbeddingForwardOp{gathered.data(), weight.data(), ids.data(), C}, 64);
+            cuda::for_each(n * C, cuda::EmbeddingBackwardOp{dweight.data(), dout.data(), ids.data(), C, padding_idx}, 64);
+            EXPECT_EQ(gathered, out.to_vector()) << C;
+            EXPECT_EQ(dweight, w.grad().to_vector()) << C << " padding_idx " << padding_idx;
+            if (padding_idx == 2)
+                EXPECT_EQ(std::vector<float>(dweight.begin() + 2 * C, dweight.begin() + 3 * C), std::vector<float>((size_t)C, 0.0f));
+        }
 }
 
 // The element update is one function for both sides: the kernel's step equals adamw_step's bit

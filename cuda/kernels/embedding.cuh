@@ -1,6 +1,6 @@
 // Embedding lookup and its backward, with the CPU op's arguments (autograd/ops/embedding.cpp):
-// out[n, :] = weight[ids[n], :]; dweight[ids[n], :] += dout[n, :], by atomicAdd, so a repeated id
-// gets every row's contribution (in an order the hardware picks: sums of repeated ids agree with
+// out[n, :] = weight[ids[n], :]; dweight[ids[n], :] += dout[n, :] unless ids[n] is padding_idx,
+// by atomicAdd, so a repeated id gets every row's contribution (in an order the hardware picks: sums of repeated ids agree with
 // the CPU's to float rounding, the rest exactly).
 #pragma once
 
@@ -23,7 +23,11 @@ struct EmbeddingBackwardOp {
     const float* dout;
     const int32_t* ids;
     int64_t C;
-    __device__ void operator()(int64_t i) const { atomicAdd(dweight + ids[i / C] * C + i % C, dout[i]); }
+    int64_t padding_idx;
+    __device__ void operator()(int64_t i) const {
+        const int32_t id = ids[i / C];
+        if (id != padding_idx) atomicAdd(dweight + id * C + i % C, dout[i]);
+    }
 };
 
 }  // namespace qdq::cuda
