@@ -88,7 +88,8 @@ void axis_block_copy(float* dst, int64_t dst_n, int64_t dst_start, const float* 
 // Inverted dropout with the CPU's mask for `key` (cuda/counter_hash.h).
 void dropout_forward(float* y, const float* x, uint64_t key, float p, float scale, int64_t n);
 void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float scale, int64_t n);
-// out [n, C] = weight rows at ids [n]; dweight rows at ids += dout rows (atomic adds).
+// out [n, C] = weight rows at ids [n]; dweight rows at ids += dout rows (atomic adds), except
+// the rows whose id is padding_idx (ops.h: kNoPadding for none).
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C, int64_t padding_idx);
 // Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device, integer
