@@ -22,7 +22,6 @@ LEAVING = [
     "experiments/results/pretrain_bert_mini/checkpoint-5003.h5",
     "experiments/results/pretrain_bert_mini/checkpoint-10041.h5",
     "experiments/results/pretrain_bert_mini/checkpoint-14545.h5",
-    "experiments/results/pretrain_bert_mini/checkpoint-17581.h5",
 ]
 
 
