@@ -35,5 +35,12 @@ fi
 node -e "require('$onnx_dir/node_modules/onnxruntime-node')" ||
   { echo "setup.sh: onnxruntime-node does not load (see above)" >&2; exit 1; }
 
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+# The CUDA backend is built where a GPU answers (nvcc compiling it for every architecture is a
+# minute of a 2-core machine's setup); QDQ_CUDA in the environment overrides (AUTO, ON, OFF),
+# as scripts/test.sh does to compile it wherever nvcc is.
+if [[ -z ${QDQ_CUDA:-} ]]; then
+  if nvidia-smi -L > /dev/null 2>&1; then QDQ_CUDA=AUTO; else QDQ_CUDA=OFF; fi
+  echo "setup.sh: QDQ_CUDA=$QDQ_CUDA (from nvidia-smi; set QDQ_CUDA to choose)"
+fi
+cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQDQ_CUDA="$QDQ_CUDA"
 cmake --build "$build_dir" --target qdqtrain
