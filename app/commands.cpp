@@ -116,7 +116,9 @@ int run_export(const RunConfig& config, std::map<std::string, std::string>& opti
         std::fprintf(stderr, "qdqtrain export: %s\n", e.what());
         return 2;
     }
-    std::printf("%s\n", export_task_onnx(config, options["--checkpoint"], options["--out"], target).dump().c_str());
+    nlohmann::json summary = export_task_onnx(config, options["--checkpoint"], options["--out"], target);
+    if (options.count("--check")) summary["fidelity"] = check_exported_onnx(config, options["--checkpoint"], options["--out"]);
+    std::printf("%s\n", summary.dump().c_str());
     return 0;
 }
 
@@ -184,7 +186,7 @@ const char* const kPredictHelp =
     "  --out FILE        write the predictions there instead of stdout\n";
 
 const char* const kExportUsage =
-    "usage: qdqtrain export CONFIG --checkpoint PATH --out FILE [--target TARGET] [--set KEY=VALUE]...\n";
+    "usage: qdqtrain export CONFIG --checkpoint PATH --out FILE [--target TARGET] [--check] [--set KEY=VALUE]...\n";
 const char* const kExportHelp =
     "Writes the task model of CONFIG with the weights of PATH as an ONNX model (opset 13;\n"
     "inputs input_ids, attention_mask, token_type_ids, int64 [batch, sequence]; outputs\n"
@@ -196,7 +198,11 @@ const char* const kExportHelp =
     "  --checkpoint PATH the weights (required)\n"
     "  --out FILE        the ONNX file to write (required)\n"
     "  --target TARGET   tensorrt (default: int8 Q/DQ, zero point 0) or onnxruntime-cpu\n"
-    "                    (uint8 activations, int8 weights: ORT's fast x86 kernels)\n";
+    "                    (uint8 activations rounded as PQ rounds them, int8 weights: ORT's\n"
+    "                    fast x86 kernels)\n"
+    "  --check           run the first evaluation examples through the framework and through\n"
+    "                    ONNX Runtime and compare every quantized tensor in quantization steps\n"
+    "                    and the outputs: FILE.fidelity.md, summarised under \"fidelity\"\n";
 
 const char* const kSavePretrainedUsage =
     "usage: qdqtrain save-pretrained CONFIG --checkpoint PATH --out DIR [--set KEY=VALUE]...\n";
@@ -219,7 +225,7 @@ const std::map<std::string, Command>& config_commands() {
         {"pipeline", {kPipelineUsage, kPipelineHelp, {}, {}, run_pipeline}},
         {"eval", {kEvalUsage, kEvalHelp, {"--checkpoint", "--out"}, {}, run_eval}},
         {"predict", {kPredictUsage, kPredictHelp, {"--checkpoint", "--input", "--out"}, {}, run_predict}},
-        {"export", {kExportUsage, kExportHelp, {"--checkpoint", "--out", "--target"}, {}, run_export, {"--target"}}},
+        {"export", {kExportUsage, kExportHelp, {"--checkpoint", "--out", "--target"}, {"--check"}, run_export, {"--target"}}},
         {"save-pretrained",
          {kSavePretrainedUsage, kSavePretrainedHelp, {"--checkpoint", "--out"}, {}, run_save_pretrained, {}}},
     };

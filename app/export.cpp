@@ -1,8 +1,10 @@
 #include "app/export.h"
 
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
+#include "app/onnx_fidelity.h"
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
 #include "qdqbert/calibration.h"
@@ -89,6 +91,26 @@ nlohmann::json export_task_onnx(const RunConfig& config, const std::string& chec
             {"target", qdq_target_name(target)},
             {"outputs", outputs},
             {"quantizers", task->model().named_quantizers().size()}};
+}
+
+std::vector<NamedOutputs> framework_outputs(const RunConfig& config, const std::string& checkpoint,
+                                            const std::vector<nn::BertInputs>& batches) {
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
+    load_weights_keeping_ranges(task->model(), checkpoint, config);
+    return task->eval_outputs(batches);
+}
+
+nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path) {
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false, .on_run_device = false});
+    load_weights_keeping_ranges(task->model(), checkpoint, config);
+    const FidelityReport report = check_onnx_fidelity(*task, onnx_path, {});
+    const std::string path = onnx_path + ".fidelity.md";
+    std::ofstream out(path, std::ios::trunc);
+    out << fidelity_markdown(report);
+    if (!out.flush()) throw std::runtime_error(path + ": cannot write");
+    nlohmann::json summary = fidelity_summary(report);
+    summary["report"] = path;
+    return summary;
 }
 
 }  // namespace qdq

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "onnx/onnx_export.h"
 #include "trainers/run_config.h"
+#include "trainers/task.h"
 
 namespace qdq {
 
@@ -30,5 +32,15 @@ bool onnx_exportable(const RunConfig& config);
 // Returns a summary: {"onnx": out_path, "target", "outputs": [...], "quantizers": count}.
 nlohmann::json export_task_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& out_path,
                                  QdqTarget target);
+
+// The outputs of the model export_task_onnx exports from `checkpoint`, computed by the framework
+// for `batches`: what the exported model's outputs are compared with.
+std::vector<NamedOutputs> framework_outputs(const RunConfig& config, const std::string& checkpoint,
+                                            const std::vector<nn::BertInputs>& batches);
+
+// The model export_task_onnx wrote to `onnx_path` from `checkpoint`, checked against the
+// framework's on the first examples of the config's evaluation set (app/onnx_fidelity.h): writes
+// the report to <onnx_path>.fidelity.md and returns its summary, with the report's path.
+nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path);
 
 }  // namespace qdq

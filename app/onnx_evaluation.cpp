@@ -1,6 +1,8 @@
 #include "app/onnx_evaluation.h"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 #include "onnx/onnx_runtime.h"
 
@@ -13,13 +15,64 @@ double median(std::vector<double> xs) {
     return xs.empty() ? 0.0 : xs[xs.size() / 2];
 }
 
+nlohmann::json agreement_to_json(const std::vector<OutputFidelity>& agreement) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const OutputFidelity& o : agreement)
+        j.push_back({{"output", o.name}, {"rows", o.rows}, {"same_argmax", o.argmax_agree}, {"largest_difference", o.max_difference}});
+    return j;
+}
+
+std::vector<OutputFidelity> agreement_from_json(const nlohmann::json& j, const std::string& path, const std::string& source) {
+    std::vector<OutputFidelity> agreement;
+    for (size_t i = 0; i < j.size(); ++i) {
+        JsonFields f(j[i], path + "[" + std::to_string(i) + "]", source);
+        OutputFidelity o;
+        read_required(f, "output", o.name);
+        read_required(f, "rows", o.rows);
+        read_required(f, "same_argmax", o.argmax_agree);
+        read_real(f, j[i], "largest_difference", o.max_difference);
+        f.finish();
+        agreement.push_back(o);
+    }
+    return agreement;
+}
+
 }  // namespace
 
-OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options) {
+void compare_outputs(std::map<std::string, OutputFidelity>& by_name, const NamedOutputs& framework,
+                     const std::map<std::string, Tensor>& onnx_runtime) {
+    for (const auto& [name, tensor] : framework) {
+        auto it = onnx_runtime.find(name);
+        if (it == onnx_runtime.end()) throw std::runtime_error("ONNX Runtime returned no '" + name + "'");
+        if (it->second.shape() != tensor.shape())
+            throw std::runtime_error(name + ": the framework's " + shape_str(tensor.shape()) + " against ONNX Runtime's " +
+                                     shape_str(it->second.shape()));
+        const std::vector<float> x = tensor.to_vector(), y = it->second.to_vector();
+        const size_t width = (size_t)tensor.shape().back();
+        OutputFidelity& f = by_name[name];
+        f.name = name;
+        for (size_t row = 0; row * width < x.size(); ++row) {
+            const auto xs = x.begin() + (std::ptrdiff_t)(row * width), ys = y.begin() + (std::ptrdiff_t)(row * width);
+            f.argmax_agree += std::max_element(xs, xs + (std::ptrdiff_t)width) - xs ==
+                              std::max_element(ys, ys + (std::ptrdiff_t)width) - ys;
+            ++f.rows;
+        }
+        for (size_t i = 0; i < x.size(); ++i) f.max_difference = std::max(f.max_difference, (double)std::fabs(x[i] - y[i]));
+    }
+}
+
+OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options,
+                             const std::vector<NamedOutputs>& framework) {
     OnnxRuntimeOptions runtime;
     runtime.threads = options.threads;
     runtime.warmup_runs = 1;
     const OnnxRuntimeResult pass = run_onnxruntime(model_path, task.eval_inputs(options.batch_size), runtime);
+    std::map<std::string, OutputFidelity> agreement;
+    if (!framework.empty()) {
+        if (framework.size() != pass.outputs.size())
+            throw std::invalid_argument("evaluate_onnx: the framework's outputs are not of the evaluation batches");
+        for (size_t b = 0; b < framework.size(); ++b) compare_outputs(agreement, framework[b], pass.outputs[b]);
+    }
     double pass_ms = 0;
     for (double ms : pass.milliseconds) pass_ms += ms;
     const Metrics metrics = task_metrics(task.score(pass.outputs, options.batch_size));
@@ -34,7 +87,12 @@ OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const On
     return {.metrics = metrics,
             .ms_per_example = scored > 0 ? pass_ms / scored : 0.0,
             .latency_ms = median(timed.milliseconds),
-            .threads = options.threads};
+            .threads = options.threads,
+            .agreement = [&] {
+                std::vector<OutputFidelity> out;
+                for (const auto& [name, o] : agreement) out.push_back(o);
+                return out;
+            }()};
 }
 
 nlohmann::json onnx_evaluation_to_json(const OnnxEvaluation& e) {
@@ -45,6 +103,7 @@ nlohmann::json onnx_evaluation_to_json(const OnnxEvaluation& e) {
                         {"latency_ms", e.latency_ms},
                         {"threads", e.threads}};
     if (!e.checkpoint.empty()) j["checkpoint"] = e.checkpoint;
+    if (!e.agreement.empty()) j["agreement"] = agreement_to_json(e.agreement);
     return j;
 }
 
@@ -58,6 +117,9 @@ OnnxEvaluation onnx_evaluation_from_json(const nlohmann::json& j, const std::str
     read_real(f, j, "latency_ms", e.latency_ms);
     read_required(f, "threads", e.threads);
     f.read("checkpoint", e.checkpoint);
+    nlohmann::json agreement;
+    f.read("agreement", agreement);
+    if (!agreement.is_null()) e.agreement = agreement_from_json(agreement, f.path_of("agreement"), source);
     f.finish();
     return e;
 }

@@ -3,6 +3,7 @@
 // keeps the two it runs in onnx/evaluation.json (app/pipeline_results.h).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,19 @@
 #include "trainers/task.h"
 
 namespace qdq {
+
+// One output ("logits", "start_logits", "end_logits") of the exported model against the
+// framework's for the same model and batches, over every row (all axes but the last).
+struct OutputFidelity {
+    std::string name;
+    int64_t rows = 0;
+    int64_t argmax_agree = 0;  // rows whose largest entry (the label, the span's start or end) is the same
+    double max_difference = 0;
+};
+
+// Adds one batch's rows to `by_name`. Throws when ONNX Runtime lacks an output or its shape differs.
+void compare_outputs(std::map<std::string, OutputFidelity>& by_name, const NamedOutputs& framework,
+                     const std::map<std::string, Tensor>& onnx_runtime);
 
 struct OnnxEvaluationOptions {
     int64_t batch_size = 32;        // as the framework's evaluation batches
@@ -30,9 +44,15 @@ struct OnnxEvaluation {
     double latency_ms = 0;
     int threads = 0;  // as asked
     std::string checkpoint{};  // what was exported (empty in files written before it was kept); set by the caller
+    // Its outputs against the framework's for the same checkpoint, per output (empty in files
+    // written before they were compared).
+    std::vector<OutputFidelity> agreement{};
 };
 
-OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options);
+// `framework`: the framework's outputs for task.eval_inputs(options.batch_size), compared with
+// ONNX Runtime's into `agreement`; empty compares nothing.
+OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options,
+                             const std::vector<NamedOutputs>& framework = {});
 
 nlohmann::json onnx_evaluation_to_json(const OnnxEvaluation& evaluation);
 // `path` is the evaluation's dotted location in `source` ("[1]", "onnx[0]").

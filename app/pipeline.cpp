@@ -151,7 +151,10 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRu
         const std::string path = dir + "/" + m.file;
         progress() << "pipeline: onnx -> " << path << "\n";
         export_task_onnx(m.run, m.checkpoint, path, target);
-        m.evaluation = evaluate_onnx(*task, path, options);
+        RunConfig model = m.run;
+        model.data.validation_fraction = 0;
+        m.evaluation = evaluate_onnx(*task, path, options,
+                                     framework_outputs(model, m.checkpoint, task->eval_inputs(options.batch_size)));
         m.evaluation.model = m.row;
         m.evaluation.file = path;
         m.evaluation.checkpoint = m.checkpoint;

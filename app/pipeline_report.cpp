@@ -73,6 +73,25 @@ std::string deployed_sentence(const PipelineResults& results) {
            ", the best QAT run on the metric where choices are made (among those ONNX can hold). ";
 }
 
+// How each exported model's outputs compare with the framework's for the same checkpoint:
+// "ONNX Runtime INT8 ...: logits argmax as the framework's on 989 of 1000 rows, largest difference 0.0770."
+std::string agreement_sentence(const PipelineResults& results) {
+    if (!results.onnx) return "";
+    std::vector<const OnnxEvaluation*> rows = {&results.onnx->fp32, &results.onnx->int8};
+    if (results.onnx->int8_every) rows.push_back(&*results.onnx->int8_every);
+    std::string text;
+    for (const OnnxEvaluation* e : rows) {
+        if (e->agreement.empty()) continue;
+        text += " " + e->model + " against the framework's model:";
+        for (const OutputFidelity& o : e->agreement)
+            text += std::string(&o == &e->agreement.front() ? " " : "; ") + o.name + " argmax the same on " +
+                    std::to_string(o.argmax_agree) + " of " + std::to_string(o.rows) + " rows, largest difference " +
+                    fixed(o.max_difference, 4);
+        text += ".";
+    }
+    return text;
+}
+
 }  // namespace
 
 std::vector<std::string> qat_stage_names(const PipelineResults& results, std::vector<std::string> names) {
@@ -137,7 +156,7 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
           " of the FP32 learning rate. " + deployed_sentence(results) + precision_sentence(results.config) + " " +
           choices_sentence(config, results) +
-          budget_sentence(results) +
+          budget_sentence(results) + agreement_sentence(results) +
           " Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"
           "\n![" + metrics.back() + " by stage](plots/metric_by_stage.svg)\n![FP32 training](plots/fp32_loss.svg)\n"
           "![QAT training](plots/qat_loss.svg)\n";

@@ -15,6 +15,7 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "cuda/quant_math.h"
 #include "json/json_fields.h"
 #include "nn/bert_quantizers.h"
 #include "onnx/onnx_graph.h"
@@ -85,10 +86,7 @@ struct Builder {
 // "layer.3.attention.self.query._input_quantizer" (and "bert.pooler..." -> "pooler..."), the
 // module's node names: names its Q/DQ nodes and their parameters.
 std::string quantizer_name(const std::string& amax_key) {
-    std::string name = amax_key.substr(0, amax_key.size() - std::string("._amax").size());
-    for (const std::string prefix : {"bert.encoder.", "bert."})
-        if (name.starts_with(prefix)) return name.substr(prefix.size());
-    return name;
+    return onnx_quantizer_name(amax_key.substr(0, amax_key.size() - std::string("._amax").size()));
 }
 
 // x → QuantizeLinear → DequantizeLinear. `scale` has one element (per tensor: rank-0
@@ -107,23 +105,40 @@ std::string qdq(Builder& b, const std::string& x, const std::string& name, const
     return add_node(b.g, "DequantizeLinear", name + ".dequantize", {q, s, zp}, attrs);
 }
 
+// PQ's rounding for ONNX Runtime: x → Mul(127/amax) → QuantizeLinear(scale 1, uint8 zero point
+// 128) → DequantizeLinear(scale amax/127, the same zero point). QuantizeLinear divides,
+// round(x / (amax/127)), where PQ multiplies, round(x·(127/amax)) in float32; the two differ
+// wherever x·127/amax lies within an ulp of k + ½, and each code so moved by one step is
+// amplified by the quantizers after it. Dividing by 1 changes nothing, so this rounds as PQ
+// does. ORT still fuses the DequantizeLinear into its integer MatMuls (which take their input
+// scale from it); the price is one elementwise Mul per quantized activation.
+std::string qdq_rounding_as_pq(Builder& b, const std::string& x, const std::string& name, float amax) {
+    const ChannelScale pq = channel_scale(amax, kInt8Bound);
+    std::string multiplier = add_f32(b.g, name + ".multiplier", {}, {pq.scale});
+    std::string scaled = add_node(b.g, "Mul", name + ".times_multiplier", {x, multiplier});
+    std::string zp = add_zero_point(b.g, name + ".zero_point", {}, onnx::TensorProto::UINT8, 128);
+    std::string q = add_node(b.g, "QuantizeLinear", name + ".quantize", {scaled, b.f32("const.unit_scale", 1.0f), zp});
+    std::string s = add_f32(b.g, name + ".scale", {}, {amax / kInt8Bound});
+    return add_node(b.g, "DequantizeLinear", name + ".dequantize", {q, s, zp});
+}
+
 // An activation's fake quantization when the state holds its range, else x itself.
 std::string quantize_activation(Builder& b, const std::string& x, const std::string& amax_key) {
     std::optional<std::vector<float>> amax = b.state.amax(amax_key);
     if (!amax) return x;
     if (amax->size() != 1) fail("'" + amax_key + "' must have one element (activations are per tensor)");
     if ((*amax)[0] <= kMinAmax) fail("'" + amax_key + "' is " + std::to_string((*amax)[0]) + ", which zeroes the tensor");
-    // uint8 with zero point 128 is int8 with zero point 0 shifted by 128: the same clamp at
-    // [-128, 127] quanta, the same values after DequantizeLinear.
-    const bool unsigned_shifted = b.target == QdqTarget::OnnxRuntimeCpu;
-    return qdq(b, x, quantizer_name(amax_key), {(*amax)[0] / kInt8Bound}, std::nullopt,
-               unsigned_shifted ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8, unsigned_shifted ? 128 : 0);
+    // For ONNX Runtime, uint8 with zero point 128: int8 with zero point 0 shifted by 128, the
+    // same clamp at [-128, 127] quanta, the same values after DequantizeLinear.
+    if (b.target == QdqTarget::OnnxRuntimeCpu) return qdq_rounding_as_pq(b, x, quantizer_name(amax_key), (*amax)[0]);
+    return qdq(b, x, quantizer_name(amax_key), {(*amax)[0] / kInt8Bound}, std::nullopt, onnx::TensorProto::INT8, 0);
 }
 
 // A Linear's weight [out, in] as a MatMul operand [in, out], fake-quantized when the state holds
-// its range: per channel over HF's axis 0 = the initializer's axis 1. With `fold`, the fake
-// quantization is applied here, QuantizeLinear's and DequantizeLinear's arithmetic in float32,
-// and the graph gets the resulting float weight.
+// its range: per channel over HF's axis 0 = the initializer's axis 1. The initializer holds PQ's
+// fake-quantized weight, round(w·127/amax)/(127/amax) in float32 as PQ computes it, so that
+// QuantizeLinear's round(w/scale) finds PQ's code exactly (w/scale is within a few ulps of that
+// integer), whichever way a runtime divides. With `fold` the graph gets that float weight alone.
 std::string linear_weight(Builder& b, const std::string& key, const std::string& name, int64_t in, int64_t out,
                           bool fold) {
     std::vector<float> w = b.state.get(key + ".weight", {out, in});
@@ -140,13 +155,10 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
         // scale, give exactly that.
         for (float a : *amax) scale.push_back(a <= kMinAmax ? 1.0f : a / kInt8Bound);
         for (int64_t o = 0; o < out; ++o) {
-            const size_t c = amax->size() == 1 ? 0 : (size_t)o;
+            const ChannelScale pq = channel_scale((*amax)[amax->size() == 1 ? 0 : (size_t)o], kInt8Bound);
             for (int64_t i = 0; i < in; ++i) {
                 float& v = w[(size_t)(o * in + i)];
-                if ((*amax)[c] <= kMinAmax)
-                    v = 0.0f;
-                else if (fold)  // std::nearbyint rounds half to even, as QuantizeLinear
-                    v = std::clamp(std::nearbyint(v / scale[c]), -128.0f, 127.0f) * scale[c];
+                v = fake_quant_value(v, pq.scale, pq.divisor, -128.0f, kInt8Bound, INFINITY);
             }
         }
     }
@@ -349,6 +361,12 @@ void validate(onnx::ModelProto& model) {
 }  // namespace
 
 const char* qdq_target_name(QdqTarget target) { return name_of_choice(target, kQdqTargetNames); }
+
+std::string onnx_quantizer_name(const std::string& quantizer) {
+    for (const std::string prefix : {"bert.encoder.", "bert."})
+        if (quantizer.starts_with(prefix)) return quantizer.substr(prefix.size());
+    return quantizer;
+}
 
 std::string export_onnx_bytes(const NamedTensors& state, const nn::BertConfig& config, OnnxHead head,
                               const OnnxExportOptions& options) {

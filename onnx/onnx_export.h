@@ -26,7 +26,9 @@
 // Any other `_amax` key is an error: a quantizer the export would drop.
 // Scale = amax/127, zero point 0, int8 range [-128, 127] (PQ's descriptor default, narrow_range
 // false). A weight channel with amax ≤ 2^-24 is exported as zeros, as PQ's fake quantization
-// outputs 0 there; such an activation amax is an error.
+// outputs 0 there; such an activation amax is an error. Weights are stored as PQ's fake
+// quantization makes them, round(w·(127/amax))/(127/amax) in float32, so that any runtime's
+// QuantizeLinear finds PQ's codes in them.
 //
 // Weights stay float and get their own QuantizeLinear → DequantizeLinear, the form PQ's export
 // writes, rather than an int8 initializer feeding only a DequantizeLinear. TensorRT's explicit
@@ -39,12 +41,15 @@
 // no float MatMul is left in the optimized onnxruntime-cpu encoder. The price: float weights in
 // the file, 4× the bytes of int8 ones.
 //
-// Targets: tensorrt — every Q/DQ int8 with zero point 0 (TensorRT takes symmetric int8 only).
-// onnxruntime-cpu — activations uint8 with zero point 128 (the same numbers shifted: q + 128),
-// weights int8: U8S8, the pairing x86 int8 dot products (VPMADDUBSW, VNNI) take natively. ORT
-// 1.30 fuses the tensorrt file's S8S8 pairs into the same kernels (MatMulIntegerToFloat for the
-// Linears and Q·Kᵀ, QLinearMatMul for P·V), and on this machine both ran within noise of each
-// other, 2.4-2.7× faster than float (bench/bench_onnx.sh).
+// Targets: tensorrt — every Q/DQ int8 with zero point 0 (TensorRT takes symmetric int8 only),
+// the standard pair: QuantizeLinear computes round(x / (amax/127)), which rounds apart from PQ's
+// round(x·(127/amax)) where x·127/amax lies within an ulp of k + ½. onnxruntime-cpu — rounds as
+// PQ: Mul(127/amax) → QuantizeLinear(scale 1) → DequantizeLinear(scale amax/127), activations
+// uint8 with zero point 128 (the same numbers shifted: q + 128), weights int8: U8S8, the pairing
+// x86 int8 dot products (VPMADDUBSW, VNNI) take natively. ORT 1.30 fuses both files' pairs into
+// MatMulIntegerToFloat for the Linears and the attention products (the tensorrt file's P·V into
+// QLinearMatMul); the onnxruntime-cpu file's Muls cost 10-15% of its time at BERT-mini's shape
+// (bench/bench_onnx.sh). app/onnx_fidelity.h compares either with the framework, tensor by tensor.
 // For onnxruntime-cpu, a quantized weight whose input quantizer is disabled is stored already
 // fake-quantized, as float: ORT fuses DequantizeLinear(weight) → MatMul with a float input into
 // MatMulNBits, which by default (session.qdq_matmulnbits_accuracy_level 4) quantizes that input
@@ -73,6 +78,11 @@ struct OnnxExportOptions {
 };
 
 const char* qdq_target_name(QdqTarget target);
+
+// A quantizer's name in the graph, which prefixes its Q/DQ nodes and parameters: the module's
+// state_dict name without "bert.encoder." or "bert." ("layer.3.attention.self.query._input_quantizer";
+// its DequantizeLinear's output is that name + ".dequantize").
+std::string onnx_quantizer_name(const std::string& quantizer);
 
 // `state`: the task model's state_dict with HF names (bert.*, and classifier.* or qa_outputs.*;
 // no pooler for QA), float32, plus any quantizer ranges. Extra keys that are not `_amax` are

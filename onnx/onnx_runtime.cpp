@@ -62,6 +62,17 @@ void write_feeds(const std::string& path, const std::vector<nn::BertInputs>& fee
     if (!out.flush()) throw std::runtime_error(path + ": write failed");
 }
 
+// The little-endian float32 values run_model.js writes beside its outputs file.
+std::vector<float> read_floats(const std::string& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) throw std::runtime_error(path + ": cannot read");
+    std::vector<float> values((size_t)in.tellg() / sizeof(float));
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(values.data()), (std::streamsize)(values.size() * sizeof(float)));
+    if (!in) throw std::runtime_error(path + ": read failed");
+    return values;
+}
+
 }  // namespace
 
 std::string onnxruntime_dir() { return QDQ_ONNXRUNTIME_DIR; }
@@ -80,7 +91,8 @@ OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vect
     write_feeds(feeds_path, feeds);
     std::string command = "node " + quoted(onnxruntime_dir() + "/run_model.js") + " " + quoted(model_path) + " " +
                           quoted(feeds_path) + " " + quoted(outputs_path) + " --threads " +
-                          std::to_string(options.threads) + " --warmup " + std::to_string(options.warmup_runs);
+                          std::to_string(options.threads) + " --warmup " + std::to_string(options.warmup_runs) +
+                          " --optimization " + quoted(options.optimization);
     if (!options.optimized_path.empty()) command += " --optimized " + quoted(options.optimized_path);
     for (const std::string& entry : options.session_config) command += " --config " + quoted(entry);
     const CommandResult r = run_command(command);
@@ -92,12 +104,18 @@ OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vect
     std::ifstream in(outputs_path);
     const nlohmann::json j = nlohmann::json::parse(in);
     in.close();
+    const std::vector<float> values = read_floats(outputs_path + ".f32");
     std::filesystem::remove(outputs_path);
+    std::filesystem::remove(outputs_path + ".f32");
     OnnxRuntimeResult result;
     for (const auto& feed : j.at("outputs")) {
         std::map<std::string, Tensor> out;
-        for (const auto& [name, t] : feed.items())
-            out[name] = from_vector(t.at("dims").get<Shape>(), t.at("data").get<std::vector<float>>());
+        for (const auto& [name, t] : feed.items()) {
+            const Shape shape = t.at("dims").get<Shape>();
+            const size_t offset = t.at("offset").get<size_t>(), n = (size_t)shape_numel(shape);
+            if (offset + n > values.size()) throw std::runtime_error(outputs_path + ".f32: shorter than its outputs");
+            out[name] = from_vector(shape, std::vector<float>(values.begin() + offset, values.begin() + offset + n));
+        }
         result.outputs.push_back(std::move(out));
     }
     result.milliseconds = j.at("milliseconds").get<std::vector<double>>();

@@ -18,6 +18,9 @@ struct OnnxRuntimeOptions {
     int warmup_runs = 0;                      // untimed runs of the first feed before the timed ones
     std::string optimized_path;               // where to save the graph ORT ran, after its fusions
     std::vector<std::string> session_config;  // "key=value" session config entries
+    // The graph optimization level: "all" (as deployed) down to "disabled", every node as ONNX
+    // defines it.
+    std::string optimization = "all";
 };
 
 struct OnnxRuntimeResult {

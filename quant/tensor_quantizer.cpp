@@ -59,7 +59,11 @@ Tensor TensorQuantizer::quantize(const Tensor& x) {
         case QuantMode::Calibrating:
             std::visit([&](auto& calib) { collect(calib, x); }, calibrator);
             return x;
-        case QuantMode::Quantizing: return fake_quant(x, amax, quant_params(desc));
+        case QuantMode::Quantizing: {
+            Tensor y = fake_quant(x, amax, quant_params(desc));
+            if (keep_output) kept = y;
+            return y;
+        }
     }
     return x;
 }

@@ -72,6 +72,10 @@ struct TensorQuantizer {
     // else NaN: not calibrated, which quantize() refuses to use.
     Tensor amax;
     std::variant<MaxCalibrator, HistogramCalibrator> calibrator;
+    // With keep_output, quantize() keeps its latest fake-quantized result in `kept`: the export's
+    // fidelity report compares it with what ONNX Runtime computes there (app/onnx_fidelity.h).
+    bool keep_output = false;
+    Tensor kept;
 
     // Validates desc. Per channel, amax_shape is required (its element count is the channel count).
     explicit TensorQuantizer(const QuantDescriptor& desc, const Shape& amax_shape = {});

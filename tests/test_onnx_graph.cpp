@@ -4,6 +4,8 @@
 // that ORT computes from them. Also the test's own reference (fake_quant, reference_forward).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -217,8 +219,23 @@ TEST(OnnxGraph, TargetsChooseTheZeroPoints) {
     EXPECT_GT(zero_points, 20);
 }
 
-// For onnxruntime-cpu, a quantized weight whose input quantizer is disabled is stored already
-// fake-quantized (ORT would otherwise quantize the input on the fly, see onnx_export.cpp).
+// PQ's fake quantization of a weight [rows, cols], per row when `amax` has one value a row:
+// round(w·s)/s with s = 127/amax in float32 (pytorch_quantization's tensor_quant), written out here
+// rather than taken from quant/ so that a change there cannot carry the export along.
+std::vector<float> pq_fake_quant(const std::vector<float>& w, const std::vector<float>& amax, int64_t cols) {
+    std::vector<float> out(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+        const float a = amax[amax.size() == 1 ? 0 : i / (size_t)cols];
+        const float s = 127.0f / a;
+        const float v = w[i] * s;
+        out[i] = a <= 0x1.0p-24f ? 0.0f : std::nearbyint(std::clamp(v, -128.0f, 127.0f)) / s;
+    }
+    return out;
+}
+
+// Every quantized weight is stored as PQ fake-quantizes it, so that QuantizeLinear finds PQ's
+// codes; for onnxruntime-cpu, one whose input quantizer is disabled is stored so and no Q/DQ
+// follows (ORT would otherwise quantize the input on the fly, see onnx_export.cpp).
 TEST(OnnxGraph, CpuTargetFoldsAWeightWhoseInputIsFloat) {
     const nn::BertConfig config = tiny_bert_config();
     NamedTensors state = quantized_state(OnnxHead::QuestionAnswering);  // layer 1 attention.output.dense input off
@@ -229,12 +246,14 @@ TEST(OnnxGraph, CpuTargetFoldsAWeightWhoseInputIsFloat) {
     EXPECT_NE(find_node(trt, q + ".quantize"), nullptr);
     EXPECT_EQ(find_node(cpu, q + ".quantize"), nullptr);
     EXPECT_NE(find_node(cpu, "layer.0.attention.output.dense._weight_quantizer.quantize"), nullptr);
-    Tensor w = from_vector({config.hidden_size, config.hidden_size}, values_of(state, key + ".weight"));
-    std::vector<float> expected = fake_quant(w, values_of(state, key + "._weight_quantizer._amax")).to_vector();
-    std::vector<float> folded = floats(initializer(cpu, key + ".weight.transposed"));
     const int64_t C = config.hidden_size;
-    for (int64_t o = 0; o < C; ++o)
-        for (int64_t i = 0; i < C; ++i) ASSERT_EQ(folded[i * C + o], expected[o * C + i]) << o << ", " << i;
+    const std::vector<float> expected =
+        pq_fake_quant(values_of(state, key + ".weight"), values_of(state, key + "._weight_quantizer._amax"), C);
+    for (const onnx::ModelProto* m : {&trt, &cpu}) {
+        std::vector<float> stored = floats(initializer(*m, key + ".weight.transposed"));
+        for (int64_t o = 0; o < C; ++o)
+            for (int64_t i = 0; i < C; ++i) ASSERT_EQ(stored[i * C + o], expected[o * C + i]) << o << ", " << i;
+    }
 }
 
 TEST(OnnxGraph, VanishingWeightChannelIsExportedAsZeros) {

@@ -12,12 +12,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <unordered_map>
 
 #include <onnx/onnx_pb.h>
 
+#include "app/onnx_fidelity.h"
 #include "autograd/gemm_bf16.h"
 #include "autograd/matmul_precision.h"
 #include "autograd/tape.h"
@@ -190,17 +193,41 @@ RowDiff compare_rows(const Rows& got, const Rows& expected) {
     return d;
 }
 
-// ORT's graph after its optimizations, as op×count.
-std::string op_listing(const std::string& optimized) {
+// ORT's graph after its optimizations: how many nodes of each op ("com.microsoft.BiasGelu").
+std::map<std::string, int> op_counts(const std::string& optimized) {
     onnx::ModelProto model;
     std::ifstream in(optimized, std::ios::binary);
-    if (!model.ParseFromIstream(&in)) return " (unreadable " + optimized + ")";
+    EXPECT_TRUE(model.ParseFromIstream(&in)) << optimized;
     std::map<std::string, int> ops;
     for (const onnx::NodeProto& node : model.graph().node())
         ops[(node.domain().empty() ? "" : node.domain() + ".") + node.op_type()]++;
+    return ops;
+}
+
+std::string op_listing(const std::map<std::string, int>& ops) {
     std::string listing;
     for (const auto& [op, n] : ops) listing += " " + op + "×" + std::to_string(n);
     return listing;
+}
+
+// What ORT makes of the 2-layer encoder of either target: every quantized product an integer
+// kernel, no float MatMul left, each LayerNorm and bias + GELU fused, the Q/DQ pairs of the
+// products consumed. The targets differ in P·V, which follows a Q only in the tensorrt file (the
+// onnxruntime-cpu file's Mul stands between), and in the Muls by 127/amax that onnxruntime-cpu
+// adds: 10 a layer, ORT merging the pairs that quantize one tensor with one range (query, key
+// and value's input; a residual and the Linear input it also is), beside the mask's and the
+// attention scale's.
+void expect_fusions(const std::map<std::string, int>& ops, const std::string& target) {
+    auto count = [&](const std::string& op) { return ops.count(op) ? ops.at(op) : 0; };
+    const bool cpu = target == "onnxruntime-cpu";
+    EXPECT_EQ(count("com.microsoft.MatMulIntegerToFloat"), cpu ? 16 : 14) << target;
+    EXPECT_EQ(count("QLinearMatMul"), cpu ? 0 : 2) << target;
+    EXPECT_EQ(count("MatMul"), 0) << target;
+    EXPECT_EQ(count("com.microsoft.FusedMatMul"), 0) << target;
+    EXPECT_EQ(count("LayerNormalization"), 5) << target;
+    EXPECT_EQ(count("com.microsoft.BiasGelu"), 2) << target;
+    EXPECT_EQ(count("DequantizeLinear"), 8) << target;  // the Add's addends, which stay float
+    EXPECT_EQ(count("Mul"), cpu ? 23 : 3) << target;
 }
 
 struct Metric {
@@ -382,7 +409,9 @@ TEST(OnnxTasks, ImdbClassifierKeepsItsLogitsAndAccuracy) {
         const Rows ort = onnxruntime_rows(export_run(dir, qdq, "qdq." + target, target), eval.rows, true, optimized);
         judge("imdb qdq " + target, ort, fake_quant, true, {{"accuracy", accuracy(ort, eval.labels), qdq_accuracy}},
               1.0 / (double)n, example_of, n);
-        std::printf("[ imdb qdq %s: ORT ran ]%s\n", target.c_str(), op_listing(optimized).c_str());
+        const std::map<std::string, int> ops = op_counts(optimized);
+        std::printf("[ imdb qdq %s: ORT ran ]%s\n", target.c_str(), op_listing(ops).c_str());
+        expect_fusions(ops, target);
         ort_cpu = ort;
     }
     if (bf16_kernel() == Bf16Kernel::None) return;
@@ -431,6 +460,104 @@ TEST(OnnxTasks, SquadReaderKeepsItsLogitsAndExactMatchAndF1) {
         const Rows ort = onnxruntime_rows(export_run(dir, qdq, "qdq." + target, target), eval.rows, false, optimized);
         judge("squad qdq " + target, ort, fake_quant, true, metrics(ort, qdq_metrics), 100.0 / (double)questions,
               eval.question_of, questions);
-        std::printf("[ squad qdq %s: ORT ran ]%s\n", target.c_str(), op_listing(optimized).c_str());
+        std::printf("[ squad qdq %s: ORT ran ]%s\n", target.c_str(), op_listing(op_counts(optimized)).c_str());
     }
+}
+
+namespace {
+
+// The exported model rewritten by `edit` into `out`.
+std::string edited_model(const std::string& in_path, const std::string& out, const std::function<void(onnx::GraphProto&)>& edit) {
+    onnx::ModelProto model;
+    std::ifstream in(in_path, std::ios::binary);
+    EXPECT_TRUE(model.ParseFromIstream(&in)) << in_path;
+    edit(*model.mutable_graph());
+    std::ofstream written(out, std::ios::binary);
+    EXPECT_TRUE(model.SerializeToOstream(&written)) << out;
+    return out;
+}
+
+const QuantizerFidelity& quantizer_row(const FidelityReport& r, const std::string& name) {
+    for (const QuantizerFidelity& q : r.quantizers)
+        if (q.name == name) return q;
+    throw std::runtime_error("no row for " + name);
+}
+
+}  // namespace
+
+// The fidelity report (app/onnx_fidelity.h) on the trained IMDB classifier, max-calibrated and
+// exported for ONNX Runtime: its 40 quantizers are where the export put them, with the very
+// scales, and the codes agree but for float rounding's ties (a handful of elements, one step,
+// amplified by the quantizers after them to at most kMaxSteps); the labels are the framework's.
+// A scale one ulp off and a Q/DQ pair dropped are each found and named.
+TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
+    for (const char* file : {kVocab, kImdbTrain, kImdbTest}) QDQ_REQUIRE_DATA_FILE(file);
+    QDQ_REQUIRE(onnxruntime);
+    QDQ_REQUIRE(python_onnx);
+    TempDir dir;
+    const nlohmann::json raw = {
+        {"model", {{"config", small_bert()}}},
+        {"data",
+         {{"task", "classification"}, {"dataset", "imdb"}, {"train_files", kImdbTrain}, {"eval_files", kImdbTest},
+          {"vocab", kVocab}, {"max_seq_length", 64}, {"max_train_examples", 800}, {"max_eval_examples", 64}}},
+        {"training", training(dir, 100)}};
+    const RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
+    std::unique_ptr<Task> trained = make_task(fp32.config, {true, true});
+    ASSERT_EQ(train(fp32.config, *trained).status, TrainStatus::finished);
+    RunFiles qdq;
+    std::unique_ptr<Task> task = calibrated_task(dir, fp32, qdq);
+    const std::string model = export_run(dir, qdq, "qdq", "onnxruntime-cpu");
+    const FidelityOptions options{.examples = 64, .batch_size = 32};
+
+    constexpr double kMaxSteps = 2;
+    const FidelityReport clean = check_onnx_fidelity(*task, model, options);
+    std::printf("%s", fidelity_markdown(clean).c_str());
+    EXPECT_EQ(clean.examples, 64);
+    EXPECT_EQ(clean.quantizers.size(), 40u);
+    EXPECT_TRUE(clean.missing.empty());
+    ASSERT_FALSE(clean.quantizers.empty());
+    EXPECT_EQ(clean.quantizers[0].moved, 0) << "the embeddings' LayerNorm output, before any quantized product";
+    for (const QuantizerFidelity& q : clean.quantizers) {
+        EXPECT_EQ(q.scale_ulps, 0) << q.name;
+        EXPECT_LE(q.max_steps, kMaxSteps) << q.name;
+        EXPECT_LE(q.moved * 1000, q.elements) << q.name;
+    }
+    for (const std::vector<OutputFidelity>* outputs : {&clean.probe, &clean.deployed}) {
+        ASSERT_EQ(outputs->size(), 1u);
+        EXPECT_EQ(outputs->at(0).argmax_agree, 64);
+    }
+
+    const std::string nudged = "layer.1.intermediate.dense._input_quantizer";
+    const std::string one_ulp = edited_model(model, (dir.path() / "one_ulp.onnx").string(), [&](onnx::GraphProto& g) {
+        for (onnx::TensorProto& t : *g.mutable_initializer())
+            if (t.name() == nudged + ".scale") {
+                std::string& raw_bytes = *t.mutable_raw_data();
+                int32_t bits;
+                std::memcpy(&bits, raw_bytes.data(), sizeof bits);
+                ++bits;
+                std::memcpy(raw_bytes.data(), &bits, sizeof bits);
+            }
+    });
+    const FidelityReport off = check_onnx_fidelity(*task, one_ulp, options);
+    for (const QuantizerFidelity& q : off.quantizers) EXPECT_EQ(q.scale_ulps, q.name == nudged ? 1 : 0) << q.name;
+
+    // The residual's addend of layer 0's attention output passed on unquantized: its Mul, Q and
+    // DQ gone, their consumer reading the Mul's input.
+    const std::string dropped = "layer.0.attention.output.add_residual_input_quantizer";
+    const std::string without = edited_model(model, (dir.path() / "dropped.onnx").string(), [&](onnx::GraphProto& g) {
+        std::string source;
+        for (const onnx::NodeProto& node : g.node())
+            if (node.name() == dropped + ".times_multiplier") source = node.input(0);
+        ASSERT_FALSE(source.empty());
+        google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+        for (const onnx::NodeProto& node : g.node())
+            if (!node.name().starts_with(dropped + ".")) *kept.Add() = node;
+        for (onnx::NodeProto& node : kept)
+            for (std::string& input : *node.mutable_input())
+                if (input == dropped + ".dequantize") input = source;
+        g.mutable_node()->Swap(&kept);
+    });
+    const FidelityReport gone = check_onnx_fidelity(*task, without, options);
+    EXPECT_EQ(gone.missing, std::vector<std::string>{dropped});
+    EXPECT_EQ(gone.quantizers.size(), 39u);
 }
