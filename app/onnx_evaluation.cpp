@@ -15,10 +15,21 @@ double median(std::vector<double> xs) {
     return xs.empty() ? 0.0 : xs[xs.size() / 2];
 }
 
+// softmax of `width` logits from `first`, in double.
+std::vector<double> softmax_of(std::vector<float>::const_iterator first, size_t width) {
+    const double top = *std::max_element(first, first + (std::ptrdiff_t)width);
+    std::vector<double> p(width);
+    double sum = 0;
+    for (size_t i = 0; i < width; ++i) sum += p[i] = std::exp((double)first[(std::ptrdiff_t)i] - top);
+    for (double& v : p) v /= sum;
+    return p;
+}
+
 nlohmann::json agreement_to_json(const std::vector<OutputFidelity>& agreement) {
     nlohmann::json j = nlohmann::json::array();
     for (const OutputFidelity& o : agreement)
-        j.push_back({{"output", o.name}, {"rows", o.rows}, {"same_argmax", o.argmax_agree}, {"largest_difference", o.max_difference}});
+        j.push_back({{"output", o.name}, {"rows", o.rows}, {"same_argmax", o.argmax_agree}, {"largest_difference", o.max_difference},
+                     {"largest_probability_difference", o.max_probability_difference}});
     return j;
 }
 
@@ -31,6 +42,7 @@ std::vector<OutputFidelity> agreement_from_json(const nlohmann::json& j, const s
         read_required(f, "rows", o.rows);
         read_required(f, "same_argmax", o.argmax_agree);
         read_real(f, j[i], "largest_difference", o.max_difference);
+        read_real(f, j[i], "largest_probability_difference", o.max_probability_difference);
         f.finish();
         agreement.push_back(o);
     }
@@ -55,6 +67,8 @@ void compare_outputs(std::map<std::string, OutputFidelity>& by_name, const Named
             const auto xs = x.begin() + (std::ptrdiff_t)(row * width), ys = y.begin() + (std::ptrdiff_t)(row * width);
             f.argmax_agree += std::max_element(xs, xs + (std::ptrdiff_t)width) - xs ==
                               std::max_element(ys, ys + (std::ptrdiff_t)width) - ys;
+            const std::vector<double> p = softmax_of(xs, width), q = softmax_of(ys, width);
+            for (size_t i = 0; i < width; ++i) f.max_probability_difference = std::max(f.max_probability_difference, std::fabs(p[i] - q[i]));
             ++f.rows;
         }
         for (size_t i = 0; i < x.size(); ++i) f.max_difference = std::max(f.max_difference, (double)std::fabs(x[i] - y[i]));

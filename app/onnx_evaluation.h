@@ -21,6 +21,8 @@ struct OutputFidelity {
     int64_t rows = 0;
     int64_t argmax_agree = 0;  // rows whose largest entry (the label, the span's start or end) is the same
     double max_difference = 0;
+    // Of the rows' softmax (the label probabilities; over a window's tokens for a span's start or end).
+    double max_probability_difference = 0;
 };
 
 // Adds one batch's rows to `by_name`. Throws when ONNX Runtime lacks an output or its shape differs.

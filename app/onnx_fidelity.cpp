@@ -180,12 +180,13 @@ std::string fidelity_markdown(const FidelityReport& r) {
     md << "# " << r.model << " against the framework's model\n\n"
        << r.examples << " evaluation examples, the longest. Steps are each quantizer's amax/127; a code moved is an "
           "element half a step or more apart.\n\n"
-       << "| model | output | rows | same argmax | largest difference |\n|---|---|---:|---:|---:|\n";
+       << "| model | output | rows | same argmax | largest difference | of the probabilities |\n"
+       << "|---|---|---:|---:|---:|---:|\n";
     for (const auto& [label, outputs] : {std::pair{"probe (Q/DQ as ONNX defines them)", &r.probe},
                                          std::pair{"as exported (ONNX Runtime's kernels)", &r.deployed}})
         for (const OutputFidelity& o : *outputs)
             md << "| " << label << " | " << o.name << " | " << o.rows << " | " << o.argmax_agree << " | "
-               << o.max_difference << " |\n";
+               << o.max_difference << " | " << o.max_probability_difference << " |\n";
     md << "\nFirst parting: "
        << (r.first_parting ? "`" + r.quantizers[*r.first_parting].name + "`" : std::string("none, every code agrees"))
        << ".\n\n";
@@ -211,7 +212,8 @@ nlohmann::json fidelity_summary(const FidelityReport& r) {
     }
     nlohmann::json outputs = nlohmann::json::object();
     for (const OutputFidelity& o : r.deployed)
-        outputs[o.name] = {{"rows", o.rows}, {"same_argmax", o.argmax_agree}, {"largest_difference", o.max_difference}};
+        outputs[o.name] = {{"rows", o.rows}, {"same_argmax", o.argmax_agree}, {"largest_difference", o.max_difference},
+                           {"largest_probability_difference", o.max_probability_difference}};
     return {{"examples", r.examples},
             {"quantizers", r.quantizers.size()},
             {"largest_steps", largest},

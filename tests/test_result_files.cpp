@@ -202,6 +202,19 @@ TEST(OnnxEvaluationFile, ReadsBackWhatWasWrittenAndHoldsTwoModels) {
     EXPECT_EQ(onnx_stage_from_json(with_checkpoint, "", path).int8.checkpoint, "run/qat_lsq/model.h5");
     EXPECT_EQ(onnx_stage_to_json(onnx_stage_from_json(with_checkpoint, "", path)), with_checkpoint);
 
+    // Files written before the outputs were compared have no agreement; one reads back.
+    EXPECT_FALSE(j[1].contains("agreement"));
+    nlohmann::json with_agreement = j;
+    with_agreement[1]["agreement"] = {{{"output", "logits"}, {"rows", 32}, {"same_argmax", 31}, {"largest_difference", 0.25},
+                                       {"largest_probability_difference", 0.0625}}};
+    const OnnxStage agreed = onnx_stage_from_json(with_agreement, "", path);
+    ASSERT_EQ(agreed.int8.agreement.size(), 1u);
+    EXPECT_EQ(agreed.int8.agreement[0].argmax_agree, 31);
+    EXPECT_EQ(agreed.int8.agreement[0].max_probability_difference, 0.0625);
+    EXPECT_EQ(onnx_stage_to_json(agreed), with_agreement);
+    with_agreement[1]["agreement"][0]["same_argmx"] = 31;
+    expect_error([&] { onnx_stage_from_json(with_agreement, "", path); }, {path, "'[1].agreement[0].same_argmx'"});
+
     expect_error([&] { onnx_stage_from_json(nlohmann::json::array({j[0]}), "", path); }, {path, "two evaluations"});
     nlohmann::json no_latency = j;
     no_latency[1].erase("latency_ms");
