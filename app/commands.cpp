@@ -198,8 +198,7 @@ const char* const kExportHelp =
     "  --checkpoint PATH the weights (required)\n"
     "  --out FILE        the ONNX file to write (required)\n"
     "  --target TARGET   tensorrt (default: int8 Q/DQ, zero point 0) or onnxruntime-cpu\n"
-    "                    (uint8 activations rounded as PQ rounds them, int8 weights: ORT's\n"
-    "                    fast x86 kernels)\n"
+    "                    (uint8 activations, int8 weights: ORT's fast x86 kernels)\n"
     "  --check           run the first evaluation examples through the framework and through\n"
     "                    ONNX Runtime and compare every quantized tensor in quantization steps\n"
     "                    and the outputs: FILE.fidelity.md, summarised under \"fidelity\"\n";

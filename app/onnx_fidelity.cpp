@@ -8,7 +8,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "cuda/quant_math.h"
 #include "nn/bert_quantizers.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_probe.h"
@@ -81,23 +80,19 @@ int64_t ulps_apart(float a, float b) {
     return std::llabs((int64_t)std::bit_cast<int32_t>(a) - (int64_t)std::bit_cast<int32_t>(b));
 }
 
-// QuantizerFidelity::scale_ulps for `q` and its DequantizeLinear `v`, as onnx/onnx_export.cpp
-// writes them: per channel, scale amax/127 (1 where amax vanishes), and before it either
-// QuantizeLinear with the same scale or a Mul by PQ's 127/amax and QuantizeLinear with scale 1.
+// QuantizerFidelity::scale_ulps for `q` and its DequantizeLinear `v`, whose scales the export
+// writes as amax/127 per channel (1 where amax vanishes, onnx/onnx_export.cpp).
 int64_t scale_ulps(const TensorQuantizer& q, const DequantizedValue& v, const std::string& name) {
     const std::vector<float> amax = q.amax.to_vector();
-    const bool rounding_as_pq = !v.multiplier.empty();
-    for (const auto* values : {&v.scale, &v.quantize_scale, &v.multiplier})
+    for (const auto* values : {&v.scale, &v.quantize_scale})
         if (!values->empty() && values->size() != amax.size())
             throw std::runtime_error(name + ": the graph has " + std::to_string(values->size()) + " scales for " +
                                      std::to_string(amax.size()) + " ranges");
     int64_t worst = 0;
     for (size_t c = 0; c < amax.size(); ++c) {
-        const bool vanishing = amax[c] <= 0x1.0p-24f;
-        const float step = vanishing ? 1.0f : amax[c] / kInt8Bound;
+        const float step = amax[c] <= 0x1.0p-24f ? 1.0f : amax[c] / kInt8Bound;
         worst = std::max(worst, ulps_apart(v.scale[c], step));
-        if (!v.quantize_scale.empty()) worst = std::max(worst, ulps_apart(v.quantize_scale[c], rounding_as_pq ? 1.0f : step));
-        if (rounding_as_pq) worst = std::max(worst, ulps_apart(v.multiplier[c], channel_scale(amax[c], kInt8Bound).scale));
+        if (!v.quantize_scale.empty()) worst = std::max(worst, ulps_apart(v.quantize_scale[c], step));
     }
     return worst;
 }

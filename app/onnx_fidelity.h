@@ -33,9 +33,8 @@ struct QuantizerFidelity {
     double max_steps = 0;   // the largest |framework − ONNX Runtime|, in quantization steps
     double mean_steps = 0;
     int64_t moved = 0;      // elements half a step or more apart: another code
-    // The graph's constants for it against the framework's amax, in ulps (0: the very floats the
-    // export writes): DequantizeLinear's scale amax/127, and QuantizeLinear's scale amax/127 or,
-    // rounding as PQ, its multiplier 127/amax with scale 1. The largest over channels.
+    // The scales of its QuantizeLinear and DequantizeLinear against the framework's amax/127, in
+    // ulps (0: the very floats the export writes); the largest over channels.
     int64_t scale_ulps = 0;
 };
 

@@ -105,33 +105,17 @@ std::string qdq(Builder& b, const std::string& x, const std::string& name, const
     return add_node(b.g, "DequantizeLinear", name + ".dequantize", {q, s, zp}, attrs);
 }
 
-// PQ's rounding for ONNX Runtime: x → Mul(127/amax) → QuantizeLinear(scale 1, uint8 zero point
-// 128) → DequantizeLinear(scale amax/127, the same zero point). QuantizeLinear divides,
-// round(x / (amax/127)), where PQ multiplies, round(x·(127/amax)) in float32; the two differ
-// wherever x·127/amax lies within an ulp of k + ½, and each code so moved by one step is
-// amplified by the quantizers after it. Dividing by 1 changes nothing, so this rounds as PQ
-// does. ORT still fuses the DequantizeLinear into its integer MatMuls (which take their input
-// scale from it); the price is one elementwise Mul per quantized activation.
-std::string qdq_rounding_as_pq(Builder& b, const std::string& x, const std::string& name, float amax) {
-    const ChannelScale pq = channel_scale(amax, kInt8Bound);
-    std::string multiplier = add_f32(b.g, name + ".multiplier", {}, {pq.scale});
-    std::string scaled = add_node(b.g, "Mul", name + ".times_multiplier", {x, multiplier});
-    std::string zp = add_zero_point(b.g, name + ".zero_point", {}, onnx::TensorProto::UINT8, 128);
-    std::string q = add_node(b.g, "QuantizeLinear", name + ".quantize", {scaled, b.f32("const.unit_scale", 1.0f), zp});
-    std::string s = add_f32(b.g, name + ".scale", {}, {amax / kInt8Bound});
-    return add_node(b.g, "DequantizeLinear", name + ".dequantize", {q, s, zp});
-}
-
 // An activation's fake quantization when the state holds its range, else x itself.
 std::string quantize_activation(Builder& b, const std::string& x, const std::string& amax_key) {
     std::optional<std::vector<float>> amax = b.state.amax(amax_key);
     if (!amax) return x;
     if (amax->size() != 1) fail("'" + amax_key + "' must have one element (activations are per tensor)");
     if ((*amax)[0] <= kMinAmax) fail("'" + amax_key + "' is " + std::to_string((*amax)[0]) + ", which zeroes the tensor");
-    // For ONNX Runtime, uint8 with zero point 128: int8 with zero point 0 shifted by 128, the
-    // same clamp at [-128, 127] quanta, the same values after DequantizeLinear.
-    if (b.target == QdqTarget::OnnxRuntimeCpu) return qdq_rounding_as_pq(b, x, quantizer_name(amax_key), (*amax)[0]);
-    return qdq(b, x, quantizer_name(amax_key), {(*amax)[0] / kInt8Bound}, std::nullopt, onnx::TensorProto::INT8, 0);
+    // uint8 with zero point 128 is int8 with zero point 0 shifted by 128: the same clamp at
+    // [-128, 127] quanta, the same values after DequantizeLinear.
+    const bool unsigned_shifted = b.target == QdqTarget::OnnxRuntimeCpu;
+    return qdq(b, x, quantizer_name(amax_key), {(*amax)[0] / kInt8Bound}, std::nullopt,
+               unsigned_shifted ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8, unsigned_shifted ? 128 : 0);
 }
 
 // A Linear's weight [out, in] as a MatMul operand [in, out], fake-quantized when the state holds

@@ -38,26 +38,12 @@ std::vector<DequantizedValue> write_dequantized_probe(const std::string& model_p
         auto it = initializers.find(name);
         return it == initializers.end() ? std::vector<float>{} : float_values(*it->second);
     };
-    // The constant operand of a Mul node, if it has one.
-    auto multiplier_of = [&](const onnx::NodeProto* node) {
-        if (node->op_type() != "Mul") return std::vector<float>{};
-        for (const std::string& input : node->input())
-            if (initializers.count(input)) return constant(input);
-        return std::vector<float>{};
-    };
-
     std::vector<DequantizedValue> values;
     for (const onnx::NodeProto& node : graph.node()) {
         if (node.op_type() != "DequantizeLinear") continue;
         DequantizedValue v{.output = node.output(0), .scale = constant(node.input(1))};
         auto q = producer.find(node.input(0));
-        if (q != producer.end() && q->second->op_type() == "QuantizeLinear") {
-            v.quantize_scale = constant(q->second->input(1));
-            // Quantizing with scale 1 means the scaling happened before, in a Mul.
-            auto before = producer.find(q->second->input(0));
-            if (v.quantize_scale == std::vector<float>{1.0f} && before != producer.end())
-                v.multiplier = multiplier_of(before->second);
-        }
+        if (q != producer.end() && q->second->op_type() == "QuantizeLinear") v.quantize_scale = constant(q->second->input(1));
         values.push_back(std::move(v));
     }
     for (const DequantizedValue& v : values) {

@@ -211,23 +211,18 @@ std::string op_listing(const std::map<std::string, int>& ops) {
 }
 
 // What ORT makes of the 2-layer encoder of either target: every quantized product an integer
-// kernel, no float MatMul left, each LayerNorm and bias + GELU fused, the Q/DQ pairs of the
-// products consumed. The targets differ in P·V, which follows a Q only in the tensorrt file (the
-// onnxruntime-cpu file's Mul stands between), and in the Muls by 127/amax that onnxruntime-cpu
-// adds: 10 a layer, ORT merging the pairs that quantize one tensor with one range (query, key
-// and value's input; a residual and the Linear input it also is), beside the mask's and the
-// attention scale's.
+// kernel (P·V, which a Q follows, a QLinearMatMul), no float MatMul left, each LayerNorm and bias
+// + GELU fused, the Q/DQ pairs of the products consumed; the DequantizeLinears left feed the
+// residual Adds, which stay float.
 void expect_fusions(const std::map<std::string, int>& ops, const std::string& target) {
     auto count = [&](const std::string& op) { return ops.count(op) ? ops.at(op) : 0; };
-    const bool cpu = target == "onnxruntime-cpu";
-    EXPECT_EQ(count("com.microsoft.MatMulIntegerToFloat"), cpu ? 16 : 14) << target;
-    EXPECT_EQ(count("QLinearMatMul"), cpu ? 0 : 2) << target;
+    EXPECT_EQ(count("com.microsoft.MatMulIntegerToFloat"), 14) << target;
+    EXPECT_EQ(count("QLinearMatMul"), 2) << target;
     EXPECT_EQ(count("MatMul"), 0) << target;
     EXPECT_EQ(count("com.microsoft.FusedMatMul"), 0) << target;
     EXPECT_EQ(count("LayerNormalization"), 5) << target;
     EXPECT_EQ(count("com.microsoft.BiasGelu"), 2) << target;
-    EXPECT_EQ(count("DequantizeLinear"), 8) << target;  // the Add's addends, which stay float
-    EXPECT_EQ(count("Mul"), cpu ? 23 : 3) << target;
+    EXPECT_EQ(count("DequantizeLinear"), 8) << target;
 }
 
 struct Metric {
@@ -541,13 +536,13 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     const FidelityReport off = check_onnx_fidelity(*task, one_ulp, options);
     for (const QuantizerFidelity& q : off.quantizers) EXPECT_EQ(q.scale_ulps, q.name == nudged ? 1 : 0) << q.name;
 
-    // The residual's addend of layer 0's attention output passed on unquantized: its Mul, Q and
-    // DQ gone, their consumer reading the Mul's input.
+    // The residual's addend of layer 0's attention output passed on unquantized: its Q and DQ
+    // gone, their consumer reading the Q's input.
     const std::string dropped = "layer.0.attention.output.add_residual_input_quantizer";
     const std::string without = edited_model(model, (dir.path() / "dropped.onnx").string(), [&](onnx::GraphProto& g) {
         std::string source;
         for (const onnx::NodeProto& node : g.node())
-            if (node.name() == dropped + ".times_multiplier") source = node.input(0);
+            if (node.name() == dropped + ".quantize") source = node.input(0);
         ASSERT_FALSE(source.empty());
         google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
         for (const onnx::NodeProto& node : g.node())
