@@ -63,6 +63,18 @@ nlohmann::json training(const TempDir& dir, int64_t steps) {
             {"save_steps", steps}};
 }
 
+// The IMDB run of the classifier's tests: 800 reviews cut to 64 tokens, 100 steps, and the first
+// `eval_examples` test reviews.
+RunFiles imdb_run(const TempDir& dir, int64_t eval_examples) {
+    const nlohmann::json raw = {
+        {"model", {{"config", small_bert()}}},
+        {"data",
+         {{"task", "classification"}, {"dataset", "imdb"}, {"train_files", kImdbTrain}, {"eval_files", kImdbTest},
+          {"vocab", kVocab}, {"max_seq_length", 64}, {"max_train_examples", 800}, {"max_eval_examples", eval_examples}}},
+        {"training", training(dir, 100)}};
+    return write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
+}
+
 // `qdqtrain export` of a run into DIR/<name>.onnx, checked by python3-onnx.
 std::string export_run(const TempDir& dir, const RunFiles& run, const std::string& name, const std::string& target) {
     const std::string out = (dir.path() / (name + ".onnx")).string();
@@ -374,13 +386,7 @@ TEST(OnnxTasks, ImdbClassifierKeepsItsLogitsAndAccuracy) {
     QDQ_REQUIRE(onnxruntime);
     QDQ_REQUIRE(python_onnx);
     TempDir dir;
-    const nlohmann::json raw = {
-        {"model", {{"config", small_bert()}}},
-        {"data",
-         {{"task", "classification"}, {"dataset", "imdb"}, {"train_files", kImdbTrain}, {"eval_files", kImdbTest},
-          {"vocab", kVocab}, {"max_seq_length", 64}, {"max_train_examples", 800}, {"max_eval_examples", 300}}},
-        {"training", training(dir, 100)}};
-    const RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
+    const RunFiles fp32 = imdb_run(dir, 300);
     std::unique_ptr<Task> task = make_task(fp32.config, {true, true});
     ASSERT_EQ(train(fp32.config, *task).status, TrainStatus::finished);
     const double fp32_accuracy = task->evaluate(64).at("accuracy").get<double>();
@@ -490,13 +496,7 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     QDQ_REQUIRE(onnxruntime);
     QDQ_REQUIRE(python_onnx);
     TempDir dir;
-    const nlohmann::json raw = {
-        {"model", {{"config", small_bert()}}},
-        {"data",
-         {{"task", "classification"}, {"dataset", "imdb"}, {"train_files", kImdbTrain}, {"eval_files", kImdbTest},
-          {"vocab", kVocab}, {"max_seq_length", 64}, {"max_train_examples", 800}, {"max_eval_examples", 64}}},
-        {"training", training(dir, 100)}};
-    const RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
+    const RunFiles fp32 = imdb_run(dir, 64);
     std::unique_ptr<Task> trained = make_task(fp32.config, {true, true});
     ASSERT_EQ(train(fp32.config, *trained).status, TrainStatus::finished);
     RunFiles qdq;
