@@ -43,7 +43,7 @@
 //
 // Activations round as QuantizeLinear does, round(x / (amax/127)), where PQ computes
 // round(x·(127/amax)) in float32: the two part where x·127/amax lies within an ulp of k + ½.
-// Exporting PQ's rounding exactly (a Mul by 127/amax, then QuantizeLinear with scale 1) cost 13%
+// Exporting PQ's rounding exactly (a Mul by 127/amax, then QuantizeLinear with scale 1) cost 15%
 // of ONNX Runtime's time at BERT-mini's shape and left the labels as they were, 994 of the main
 // job's 1,000 test reviews the framework's: float rounding elsewhere (matrix products, LayerNorm,
 // GELU) moves codes far more often (app/onnx_fidelity.h shows where).

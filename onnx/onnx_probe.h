@@ -11,9 +11,9 @@ namespace qdq {
 
 // One DequantizeLinear of the graph: its output and the constants that set its codes and values.
 struct DequantizedValue {
-    std::string output;                 // "<quantizer>.dequantize"
-    std::vector<float> scale;           // the DequantizeLinear's, one or one per channel
-    std::vector<float> quantize_scale;  // the QuantizeLinear's that feeds it (empty when none does)
+    std::string output{};               // "<quantizer>.dequantize"
+    std::vector<float> scale{};         // the DequantizeLinear's, one or one per channel
+    std::vector<float> quantize_scale{};  // the QuantizeLinear's that feeds it (empty when none does)
 };
 
 // Writes the model at `model_path` to `probe_path` with every DequantizeLinear output added to
