@@ -151,10 +151,14 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRu
         const std::string path = dir + "/" + m.file;
         progress() << "pipeline: onnx -> " << path << "\n";
         export_task_onnx(m.run, m.checkpoint, path, target);
+        // A quantized export's outputs against the framework's for its checkpoint: what a user
+        // checks a deployment by. (The float export matches to float rounding, tests/test_onnx_tasks.cpp.)
         RunConfig model = m.run;
         model.data.validation_fraction = 0;
-        m.evaluation = evaluate_onnx(*task, path, options,
-                                     framework_outputs(model, m.checkpoint, task->eval_inputs(options.batch_size)));
+        const std::vector<NamedOutputs> framework =
+            model.quantization ? framework_outputs(model, m.checkpoint, task->eval_inputs(options.batch_size))
+                               : std::vector<NamedOutputs>{};
+        m.evaluation = evaluate_onnx(*task, path, options, framework);
         m.evaluation.model = m.row;
         m.evaluation.file = path;
         m.evaluation.checkpoint = m.checkpoint;
