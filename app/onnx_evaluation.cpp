@@ -25,6 +25,21 @@ std::vector<double> softmax_of(std::vector<float>::const_iterator first, size_t 
     return p;
 }
 
+// Rows of `width` (framework `x`, ONNX Runtime `y`) added to `f`.
+void add_rows(OutputFidelity& f, const std::string& name, const std::vector<float>& x, const std::vector<float>& y,
+              size_t width) {
+    f.name = name;
+    for (size_t row = 0; row * width < x.size(); ++row) {
+        const auto xs = x.begin() + (std::ptrdiff_t)(row * width), ys = y.begin() + (std::ptrdiff_t)(row * width);
+        f.argmax_agree += std::max_element(xs, xs + (std::ptrdiff_t)width) - xs ==
+                          std::max_element(ys, ys + (std::ptrdiff_t)width) - ys;
+        const std::vector<double> p = softmax_of(xs, width), q = softmax_of(ys, width);
+        for (size_t i = 0; i < width; ++i) f.max_probability_difference = std::max(f.max_probability_difference, std::fabs(p[i] - q[i]));
+        ++f.rows;
+    }
+    for (size_t i = 0; i < x.size(); ++i) f.max_difference = std::max(f.max_difference, (double)std::fabs(x[i] - y[i]));
+}
+
 nlohmann::json agreement_to_json(const std::vector<OutputFidelity>& agreement) {
     nlohmann::json j = nlohmann::json::array();
     for (const OutputFidelity& o : agreement)
@@ -51,28 +66,24 @@ std::vector<OutputFidelity> agreement_from_json(const nlohmann::json& j, const s
 
 }  // namespace
 
-void compare_outputs(std::map<std::string, OutputFidelity>& by_name, const NamedOutputs& framework,
-                     const std::map<std::string, Tensor>& onnx_runtime) {
-    for (const auto& [name, tensor] : framework) {
-        auto it = onnx_runtime.find(name);
-        if (it == onnx_runtime.end()) throw std::runtime_error("ONNX Runtime returned no '" + name + "'");
-        if (it->second.shape() != tensor.shape())
-            throw std::runtime_error(name + ": the framework's " + shape_str(tensor.shape()) + " against ONNX Runtime's " +
-                                     shape_str(it->second.shape()));
-        const std::vector<float> x = tensor.to_vector(), y = it->second.to_vector();
-        const size_t width = (size_t)tensor.shape().back();
-        OutputFidelity& f = by_name[name];
-        f.name = name;
-        for (size_t row = 0; row * width < x.size(); ++row) {
-            const auto xs = x.begin() + (std::ptrdiff_t)(row * width), ys = y.begin() + (std::ptrdiff_t)(row * width);
-            f.argmax_agree += std::max_element(xs, xs + (std::ptrdiff_t)width) - xs ==
-                              std::max_element(ys, ys + (std::ptrdiff_t)width) - ys;
-            const std::vector<double> p = softmax_of(xs, width), q = softmax_of(ys, width);
-            for (size_t i = 0; i < width; ++i) f.max_probability_difference = std::max(f.max_probability_difference, std::fabs(p[i] - q[i]));
-            ++f.rows;
+std::vector<OutputFidelity> compare_outputs(const std::vector<NamedOutputs>& framework,
+                                            const std::vector<std::map<std::string, Tensor>>& onnx_runtime) {
+    if (framework.size() != onnx_runtime.size())
+        throw std::invalid_argument("compare_outputs: " + std::to_string(framework.size()) + " batches against " +
+                                    std::to_string(onnx_runtime.size()));
+    std::map<std::string, OutputFidelity> by_name;
+    for (size_t b = 0; b < framework.size(); ++b)
+        for (const auto& [name, tensor] : framework[b]) {
+            auto it = onnx_runtime[b].find(name);
+            if (it == onnx_runtime[b].end()) throw std::runtime_error("ONNX Runtime returned no '" + name + "'");
+            if (it->second.shape() != tensor.shape())
+                throw std::runtime_error(name + ": the framework's " + shape_str(tensor.shape()) + " against ONNX Runtime's " +
+                                         shape_str(it->second.shape()));
+            add_rows(by_name[name], name, tensor.to_vector(), it->second.to_vector(), (size_t)tensor.shape().back());
         }
-        for (size_t i = 0; i < x.size(); ++i) f.max_difference = std::max(f.max_difference, (double)std::fabs(x[i] - y[i]));
-    }
+    std::vector<OutputFidelity> out;
+    for (const auto& [name, f] : by_name) out.push_back(f);
+    return out;
 }
 
 OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const OnnxEvaluationOptions& options,
@@ -81,12 +92,6 @@ OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const On
     runtime.threads = options.threads;
     runtime.warmup_runs = 1;
     const OnnxRuntimeResult pass = run_onnxruntime(model_path, task.eval_inputs(options.batch_size), runtime);
-    std::map<std::string, OutputFidelity> agreement;
-    if (!framework.empty()) {
-        if (framework.size() != pass.outputs.size())
-            throw std::invalid_argument("evaluate_onnx: the framework's outputs are not of the evaluation batches");
-        for (size_t b = 0; b < framework.size(); ++b) compare_outputs(agreement, framework[b], pass.outputs[b]);
-    }
     double pass_ms = 0;
     for (double ms : pass.milliseconds) pass_ms += ms;
     const Metrics metrics = task_metrics(task.score(pass.outputs, options.batch_size));
@@ -102,11 +107,7 @@ OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const On
             .ms_per_example = scored > 0 ? pass_ms / scored : 0.0,
             .latency_ms = median(timed.milliseconds),
             .threads = options.threads,
-            .agreement = [&] {
-                std::vector<OutputFidelity> out;
-                for (const auto& [name, o] : agreement) out.push_back(o);
-                return out;
-            }()};
+            .agreement = framework.empty() ? std::vector<OutputFidelity>{} : compare_outputs(framework, pass.outputs)};
 }
 
 nlohmann::json onnx_evaluation_to_json(const OnnxEvaluation& e) {

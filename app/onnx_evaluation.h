@@ -25,9 +25,10 @@ struct OutputFidelity {
     double max_probability_difference = 0;
 };
 
-// Adds one batch's rows to `by_name`. Throws when ONNX Runtime lacks an output or its shape differs.
-void compare_outputs(std::map<std::string, OutputFidelity>& by_name, const NamedOutputs& framework,
-                     const std::map<std::string, Tensor>& onnx_runtime);
+// The framework's outputs against ONNX Runtime's for the same batches, one entry per output name.
+// Throws when the batches differ in number, or ONNX Runtime lacks an output or its shape differs.
+std::vector<OutputFidelity> compare_outputs(const std::vector<NamedOutputs>& framework,
+                                            const std::vector<std::map<std::string, Tensor>>& onnx_runtime);
 
 struct OnnxEvaluationOptions {
     int64_t batch_size = 32;        // as the framework's evaluation batches

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cuda/quant_math.h"
 #include "nn/bert_quantizers.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_probe.h"
@@ -61,17 +62,11 @@ void compare_quantized(StepSums& sums, const std::string& name, const Tensor& ou
     sums.elements += (int64_t)x.size();
 }
 
-std::vector<OutputFidelity> values_of(const std::map<std::string, OutputFidelity>& by_name) {
-    std::vector<OutputFidelity> out;
-    for (const auto& [name, f] : by_name) out.push_back(f);
-    return out;
-}
-
 // amax/127 per channel (one value per tensor); a vanishing amax zeroes its channel, where any
 // difference at all is a wrong code, so its step counts as 1.
 std::vector<float> steps_of(const TensorQuantizer& q) {
     std::vector<float> steps = q.amax.to_vector();
-    for (float& s : steps) s = s <= 0x1.0p-24f ? 1.0f : s / kInt8Bound;
+    for (float& s : steps) s = s <= kTinyAmax ? 1.0f : s / kInt8Bound;
     return steps;
 }
 
@@ -90,7 +85,7 @@ int64_t scale_ulps(const TensorQuantizer& q, const DequantizedValue& v, const st
                                      std::to_string(amax.size()) + " ranges");
     int64_t worst = 0;
     for (size_t c = 0; c < amax.size(); ++c) {
-        const float step = amax[c] <= 0x1.0p-24f ? 1.0f : amax[c] / kInt8Bound;
+        const float step = amax[c] <= kTinyAmax ? 1.0f : amax[c] / kInt8Bound;
         worst = std::max(worst, ulps_apart(v.scale[c], step));
         if (!v.quantize_scale.empty()) worst = std::max(worst, ulps_apart(v.quantize_scale[c], step));
     }
@@ -137,17 +132,15 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
     for (const auto& [output, q] : by_output) report.missing.push_back(output.substr(0, output.size() - kDequantize.size()));
 
     std::vector<StepSums> sums(ordered.size());
-    std::map<std::string, OutputFidelity> probe_outputs, deployed_outputs;
+    std::vector<NamedOutputs> ours;
     for (auto& [output, q] : ordered) q->keep_output = true;
     for (size_t b = 0; b < batches.size(); ++b) {
-        const NamedOutputs ours = task.eval_outputs({batches[b]})[0];
+        ours.push_back(task.eval_outputs({batches[b]})[0]);
         for (size_t i = 0; i < ordered.size(); ++i) {
             const auto& [output, q] = ordered[i];
             compare_quantized(sums[i], output, q->kept, probe.outputs[b].at(output), transposed_in_graph(output, *q),
                               steps_of(*q));
         }
-        compare_outputs(probe_outputs, ours, probe.outputs[b]);
-        compare_outputs(deployed_outputs, ours, deployed.outputs[b]);
         report.examples += batches[b].input_ids.shape()[0];
     }
     for (auto& [output, q] : ordered) {
@@ -165,8 +158,8 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
                                      .scale_ulps = scale_ulps(*ordered[i].second, dequantized[i], output)});
         if (!report.first_parting && s.moved > 0) report.first_parting = i;
     }
-    report.probe = values_of(probe_outputs);
-    report.deployed = values_of(deployed_outputs);
+    report.probe = compare_outputs(ours, probe.outputs);
+    report.deployed = compare_outputs(ours, deployed.outputs);
     return report;
 }
 

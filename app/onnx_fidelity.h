@@ -52,8 +52,9 @@ struct FidelityReport {
 };
 
 // `task`'s model holds the quantized weights and ranges that `model_path` was exported from.
-// Writes the probe beside the model (removed afterwards). Throws when a quantizer of the model
-// has no DequantizeLinear in the graph or the shapes cannot be matched.
+// Writes the probe beside the model (removed afterwards). A quantizer without a DequantizeLinear
+// is listed in `missing`; throws when a DequantizeLinear stands for no quantizer of the model or
+// the shapes cannot be matched.
 FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, const FidelityOptions& options);
 
 // The report as Markdown: the outputs, then a row per quantizer with where the two first part.

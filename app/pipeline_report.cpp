@@ -75,7 +75,7 @@ std::string deployed_sentence(const PipelineResults& results) {
 
 // How each exported model's outputs compare with the framework's for the same checkpoint:
 // "ONNX Runtime INT8 ...: logits argmax the same on 994 of 1000 rows, largest difference 0.3068 (of
-// the probabilities 0.0700)."
+// the probabilities 0.1111)."
 std::string agreement_sentence(const PipelineResults& results) {
     if (!results.onnx) return "";
     std::vector<const OnnxEvaluation*> rows = {&results.onnx->fp32, &results.onnx->int8};
