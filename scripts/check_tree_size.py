@@ -21,7 +21,6 @@ WEIGHTS = "experiments/pretrained/bert_mini/model.h5"
 LEAVING = [
     "experiments/results/pretrain_bert_mini/checkpoint-5003.h5",
     "experiments/results/pretrain_bert_mini/checkpoint-10041.h5",
-    "experiments/results/pretrain_bert_mini/checkpoint-14545.h5",
 ]
 
 
