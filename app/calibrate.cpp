@@ -16,6 +16,7 @@
 #include "quant/range_stats.h"
 #include "trainers/checkpoint.h"
 #include "parallel/communicator.h"
+#include "trainers/progress_bar.h"
 #include "trainers/run_precision.h"
 #include "trainers/sharded_evaluation.h"
 #include "trainers/trainer.h"
@@ -45,15 +46,20 @@ std::vector<std::vector<int64_t>> calibration_batches(Task& task, int64_t count,
     return batches;
 }
 
-// The forward pass of training batches in eval mode (no dropout) without the tape; returns seconds.
-double forward_pass(Task& task, const std::vector<std::vector<int64_t>>& batches, uint64_t seed) {
+// The forward pass of training batches in eval mode (no dropout) without the tape, under a
+// progress bar named `label`; returns seconds.
+double forward_pass(Task& task, const std::vector<std::vector<int64_t>>& batches, uint64_t seed, const char* label) {
     nn::Module& model = task.model();
     const bool was_training = model.is_training();
     model.eval();
     NoGradGuard no_grad;
     Rng rng(seed);  // MLM masking; classification and SQuAD draw nothing
+    ProgressBar bar(label, (int64_t)batches.size());
     double start = now_seconds();
-    for (const auto& batch : batches) task.train_loss(batch, rng);
+    for (size_t b = 0; b < batches.size(); ++b) {
+        task.train_loss(batches[b], rng);
+        bar.update((int64_t)b + 1);
+    }
     double seconds = now_seconds() - start;
     model.train(was_training);
     return seconds;
@@ -75,10 +81,10 @@ std::vector<std::vector<int64_t>> rank_batches(const std::vector<std::vector<int
 // first batch's bins but not its counts, and the ranks' statistics are then merged
 // (qdqbert/calibration.h). Returns this rank's seconds.
 double collect_pass(Task& task, const std::vector<std::vector<int64_t>>& mine, uint64_t seed) {
-    if (world().size == 1) return forward_pass(task, mine, seed);
-    double seconds = forward_pass(task, {mine.front()}, seed);
+    if (world().size == 1) return forward_pass(task, mine, seed, "calibrate");
+    double seconds = forward_pass(task, {mine.front()}, seed, "calibrate");
     if (!world().is_root()) drop_collected_counts(task.model());
-    seconds += forward_pass(task, {mine.begin() + 1, mine.end()}, seed);
+    seconds += forward_pass(task, {mine.begin() + 1, mine.end()}, seed, "calibrate");
     merge_collected(task.model());
     return seconds;
 }
@@ -270,7 +276,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     // The plain pass first, over the very batches calibration reads: the cost's denominator.
     const auto batches = calibration_batches(task, qc.calibration_examples, batch_size);
     const auto mine = rank_batches(batches);
-    const double plain_seconds = forward_pass(task, mine, t.seed);
+    const double plain_seconds = forward_pass(task, mine, t.seed, "timing pass");
     begin_calibration(model);
     const double collect_seconds = collect_pass(task, mine, t.seed);
     if (world().is_root()) save_float_weights(config, task, out_dir);

@@ -1,7 +1,5 @@
 // The config commands of qdqtrain (app/cli.h): each is handed the run config, already loaded
 // with --set applied, and its own options.
-#include <unistd.h>
-
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -31,7 +29,6 @@ int run_train(const RunConfig& config, std::map<std::string, std::string>& optio
     std::unique_ptr<Task> task = make_task(config, {true, true});
     TrainOptions train_options;
     train_options.resume = !options.count("--no-resume");
-    train_options.progress_bar = isatty(STDERR_FILENO);
     TrainOutcome outcome = train(config, *task, train_options);
     switch (outcome.status) {
         case TrainStatus::diverged:

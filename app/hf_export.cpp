@@ -5,6 +5,7 @@
 
 #include "json/json_file.h"
 #include "nn/pretrained.h"
+#include "data/tokenizer.h"
 #include "trainers/checkpoint.h"
 #include "trainers/task.h"
 
@@ -20,6 +21,24 @@ std::string architecture_of(const RunConfig& config) {
     return "BertForQuestionAnswering";
 }
 
+// The run's tokenizer files under their Hugging Face names, listed in `files`; returns the
+// start of tokenizer_config.json. A transplanted RoBERTa keeps its BPE: transformers' BertModel
+// reads it through tokenizer_class.
+nlohmann::json copy_tokenizer_files(const RunConfig& config, const std::string& out_dir, nlohmann::json& files) {
+    const TokenizerFiles source = tokenizer_files(config.data.vocab);
+    const auto copy = [&](const std::string& from, const char* name) {
+        fs::copy_file(from, fs::path(out_dir) / name, fs::copy_options::overwrite_existing);
+        files.push_back(name);
+    };
+    if (source.kind == TokenizerKind::ByteLevelBpe) {
+        copy(source.vocab, "vocab.json");
+        copy(source.merges, "merges.txt");
+        return {{"tokenizer_class", "RobertaTokenizer"}};
+    }
+    copy(source.vocab, "vocab.txt");
+    return {{"tokenizer_class", "BertTokenizer"}, {"do_lower_case", config.data.do_lower_case}};
+}
+
 }  // namespace
 
 nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& checkpoint,
@@ -32,14 +51,12 @@ nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& 
     load_model_weights(task->model(), checkpoint);
     const std::string architecture = architecture_of(config);
     nn::save_pretrained(task->model(), task->model_config(), out_dir, architecture);
-    fs::copy_file(config.data.vocab, fs::path(out_dir) / "vocab.txt", fs::copy_options::overwrite_existing);
-    const nlohmann::json tokenizer = {{"tokenizer_class", "BertTokenizer"},
-                                      {"do_lower_case", config.data.do_lower_case},
-                                      {"model_max_length", task->model_config().max_position_embeddings}};
+    nlohmann::json files = {"config.json", "model.safetensors"};
+    nlohmann::json tokenizer = copy_tokenizer_files(config, out_dir, files);
+    tokenizer["model_max_length"] = task->model_config().max_position_embeddings;
     write_json_file((fs::path(out_dir) / "tokenizer_config.json").string(), tokenizer);
-    return {{"directory", out_dir},
-            {"architecture", architecture},
-            {"files", {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"}}};
+    files.push_back("tokenizer_config.json");
+    return {{"directory", out_dir}, {"architecture", architecture}, {"files", files}};
 }
 
 }  // namespace qdq

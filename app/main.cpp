@@ -4,6 +4,8 @@
 // Exit codes, for scripts: 0 done; 1 failed while running (unreadable data, I/O); 2 bad usage or
 // a bad config (the message names the key); 3 training diverged (NaN/Inf); 130 stopped by
 // SIGINT/SIGTERM after writing a checkpoint that resumes the run.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include "autograd/gemm_bf16.h"
 #include "cuda/backend.h"
 #include "parallel/communicator.h"
+#include "trainers/progress_bar.h"
 
 namespace {
 
@@ -115,6 +118,8 @@ int run_command(const std::string& name, const Command& command, int argc, char*
     }
     if (qdq::world().size > 1 && name != "train" && name != "calibrate" && name != "pipeline")
         throw std::runtime_error("runs in one process: under mpirun only 'train', 'calibrate' and 'pipeline' are data parallel");
+    // Progress bars on a terminal, drawn by rank 0 alone (the other ranks' stderr may be one too).
+    qdq::set_progress_bars_shown(isatty(STDERR_FILENO) && qdq::world().is_root());
     return command.run(config, options);
 }
 

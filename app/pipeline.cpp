@@ -1,7 +1,5 @@
 #include "app/pipeline.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -35,6 +33,8 @@ std::ostream& progress() {
 RunConfig stage(const RunConfig& config, const std::string& name) {
     RunConfig c = config;
     c.training.output_dir = (fs::path(config.training.output_dir) / name).string();
+    // TensorBoard shows a folder as a run: each stage's events in a folder of its own.
+    if (!c.training.logging_dir.empty()) c.training.logging_dir = (fs::path(config.training.logging_dir) / name).string();
     c.data.validation_fraction = config.pipeline.validation_fraction;
     // A finished stage keeps its model.h5, and checkpoints only where the config asks for them.
     if (!c.training.save_total_limit) c.training.save_total_limit = 0;
@@ -68,9 +68,7 @@ std::optional<TestAndValidation> train_stage(const RunConfig& config, const char
     } else {
         progress() << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(config, {true, true});
-        TrainOptions options;
-        options.progress_bar = isatty(STDERR_FILENO);
-        TrainOutcome outcome = train(config, *task, options);
+        TrainOutcome outcome = train(config, *task);
         if (outcome.status == TrainStatus::diverged) throw std::runtime_error(name + std::string(": ") + outcome.message);
         if (outcome.status == TrainStatus::interrupted) return std::nullopt;
         final_metrics = task_metrics(outcome.metrics);

@@ -15,16 +15,17 @@ int32_t uniform_below(Rng& rng, int32_t range) {
 
 }  // namespace
 
-MlmMasking mlm_masking(const WordPieceTokenizer& tokenizer, double probability) {
+MlmMasking mlm_masking(const Tokenizer& tokenizer, double probability) {
     if (!(probability > 0 && probability < 1))
         throw std::invalid_argument("mlm_probability must be in (0, 1), got " + std::to_string(probability));
     MlmMasking masking;
     masking.probability = (float)probability;
-    masking.mask_id = vocab_id(tokenizer.vocab, "[MASK]");
+    masking.mask_id = tokenizer.mask_id;
     if (masking.mask_id < 0)
-        throw std::runtime_error("vocab file " + tokenizer.vocab.path + " lacks [MASK], which masked-LM needs");
-    masking.vocab_size = vocab_size(tokenizer.vocab);
-    masking.special_ids = {tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id};
+        throw std::runtime_error("vocab file " + tokenizer.vocab_path + " lacks " + tokenizer.mask_token +
+                                 ", which masked-LM needs");
+    masking.vocab_size = vocab_size(tokenizer);
+    masking.special_ids = {tokenizer.special.cls_id, tokenizer.special.sep_id, tokenizer.special.pad_id};
     return masking;
 }
 

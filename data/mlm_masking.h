@@ -1,10 +1,10 @@
 // Masked-LM inputs with the semantics of Hugging Face's DataCollatorForLanguageModeling
-// (mlm=True, torch_mask_tokens): each token that is not special ([CLS], [SEP], [PAD]) is selected
-// with probability mlm_probability; a selected token's label is its original id, every other
-// label is -100 (cross_entropy's ignore index); of the selected tokens 80% become [MASK], 10% a
-// token drawn uniformly from the whole vocabulary (specials included: HF draws from
-// len(tokenizer)), and 10% stay as they are (BERT's remedy for [MASK] never occurring at
-// fine-tuning time).
+// (mlm=True, torch_mask_tokens): each token that is not special ([CLS], [SEP], [PAD]; RoBERTa's
+// <s>, </s>, <pad>) is selected with probability mlm_probability; a selected token's label is its
+// original id, every other label is -100 (cross_entropy's ignore index); of the selected tokens
+// 80% become the mask token ([MASK], <mask>), 10% a token drawn uniformly from the whole
+// vocabulary (specials included: HF draws from len(tokenizer)), and 10% stay as they are (BERT's
+// remedy for [MASK] never occurring at fine-tuning time).
 //
 // The draws are ours, not torch's: per non-special token one uniform for the selection; per
 // selected token one more for the 80/10/10 choice and, for a random token, one 64-bit draw.
@@ -30,9 +30,9 @@ struct MlmMasking {
     std::vector<int32_t> special_ids;  // never selected
 };
 
-// Throws std::runtime_error naming the vocab file if it has no [MASK], and std::invalid_argument
-// for a probability outside (0, 1).
-MlmMasking mlm_masking(const WordPieceTokenizer& tokenizer, double probability);
+// Throws std::runtime_error naming the vocab file if it has no mask token, and
+// std::invalid_argument for a probability outside (0, 1).
+MlmMasking mlm_masking(const Tokenizer& tokenizer, double probability);
 
 // Masks ids in place and writes labels (one per id). Throws std::invalid_argument if the spans
 // differ in length.

@@ -9,6 +9,8 @@ namespace qdq::python_text {
 namespace {
 
 constexpr char32_t kCapitalSigma = 0x3A3, kSmallSigma = 0x3C3, kFinalSigma = 0x3C2;
+constexpr int kClassBits = 6;  // kClassRuns holds (first code point << 6) | classes
+constexpr uint32_t kClassMask = (1u << kClassBits) - 1;
 
 // CPython's handle_capital_sigma: a capital sigma at i is final when a cased character precedes
 // it and none follows it, case-ignorable characters being skipped in both directions.
@@ -25,9 +27,9 @@ bool is_final_sigma(std::u32string_view text, size_t i) {
 
 uint8_t char_classes(char32_t c) {
     // The runs start at U+0000 and cover every code point; find the last run starting at or before c.
-    const uint32_t key = (uint32_t)c << 4 | 0xF;
+    const uint32_t key = (uint32_t)c << kClassBits | kClassMask;
     const uint32_t* run = std::upper_bound(kClassRuns, kClassRuns + kClassRunCount, key) - 1;
-    return (uint8_t)(*run & 0xF);
+    return (uint8_t)(*run & kClassMask);
 }
 
 std::u32string decode(std::string_view utf8) {

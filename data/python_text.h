@@ -4,6 +4,8 @@
 // would score non-English answers differently (a final Σ, 'İ', an article next to 'é' or a
 // combining mark, U+00A0 or U+001C between words).
 //
+// The letter and number classes also serve GPT-2's pre-tokenization pattern (data/byte_level.h).
+//
 // Character classes come from python_text_tables.cpp, measured from Python's own answers by
 // gen_python_text_tables.py (Unicode 14.0 with the Python 3.11 here). Lowercase mappings come from
 // data/unicode_tables.h, which holds the same full mappings (U+0130 → "i̇") plus those of letters
@@ -22,6 +24,8 @@ enum CharClass : uint8_t {
     kCased = 2,          // Unicode's Cased
     kCaseIgnorable = 4,  // Unicode's Case_Ignorable
     kSpace = 8,          // str.isspace(): White_Space plus U+001C..U+001F
+    kLetter = 16,        // general category L* (str.isalpha()): regex's \p{L}
+    kNumber = 32,        // general category N*: regex's \p{N}
 };
 
 extern const uint32_t kClassRuns[];

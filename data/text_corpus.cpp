@@ -55,7 +55,7 @@ void read_plain_text(const std::string& path, const std::function<bool(std::stri
 // tokens and opening the next with [CLS] when a token arrives for it.
 struct Packer {
     PackedSequences& out;
-    const WordPieceTokenizer& tokenizer;
+    const Tokenizer& tokenizer;
     int64_t chunk;
     int64_t max_sequences;
     bool open = false;
@@ -65,7 +65,7 @@ struct Packer {
 
     void push(int32_t id) {
         if (!open) {
-            out.tokens.push_back(tokenizer.cls_id);
+            out.tokens.push_back(tokenizer.special.cls_id);
             open = true;
         }
         out.tokens.push_back(id);
@@ -73,7 +73,7 @@ struct Packer {
     }
 
     void close() {
-        out.tokens.push_back(tokenizer.sep_id);
+        out.tokens.push_back(tokenizer.special.sep_id);
         out.starts.push_back((int64_t)out.tokens.size());
         open = false;
     }
@@ -81,7 +81,7 @@ struct Packer {
     // False once max_sequences are packed: reading stops there.
     bool add(const std::vector<int32_t>& ids) {
         if (ids.empty()) return true;  // a document of whitespace and control characters only
-        if (any_document) push(tokenizer.sep_id);
+        if (any_document) push(tokenizer.special.sep_id);
         any_document = true;
         for (int32_t id : ids) {
             if (full()) return false;
@@ -131,14 +131,14 @@ Encoding sequence_encoding(const PackedSequences& packed, int64_t i) {
     return e;
 }
 
-PackedSequences pack_documents(const std::vector<std::string>& files, const WordPieceTokenizer& tokenizer,
+PackedSequences pack_documents(const std::vector<std::string>& files, const Tokenizer& tokenizer,
                                int32_t max_seq_length, int64_t max_sequences) {
     if (max_seq_length < 3)
         throw std::invalid_argument("pack_documents: max_seq_length " + std::to_string(max_seq_length) +
                                     " leaves no room for a token between [CLS] and [SEP]");
     PackedSequences out;
     Packer packer{out, tokenizer, max_seq_length - 2, max_sequences};
-    NormalizedText scratch;
+    TokenizeScratch scratch;
     WordPieces pieces;
     for (const std::string& file : files) {
         if (packer.full()) break;

@@ -11,12 +11,12 @@
 // run_mlm.py's group_texts does it: every document is tokenized without special tokens, the
 // documents are concatenated into one stream with [SEP] between neighbours (across files too),
 // and the stream is cut into chunks of max_seq_length - 2 tokens, each wrapped as
-// "[CLS] chunk [SEP]" (token type 0, attention mask 1). Sequences thus cross document
-// boundaries, no token is wasted on padding except in the last sequence, and every position
-// trains. Differences: RoBERTa's FULL-SENTENCES ends a sequence at a sentence boundary, where we
-// cut anywhere, as group_texts does; group_texts keeps each text's own [CLS]/[SEP] inside its
-// chunks and adds none around them, and drops the short remainder, which we keep so that a
-// small corpus still gives a sequence.
+// "[CLS] chunk [SEP]" (token type 0, attention mask 1; RoBERTa's <s> and </s> stand for [CLS] and
+// [SEP]). Sequences thus cross document boundaries, no token is wasted on padding except in the
+// last sequence, and every position trains. Differences: RoBERTa's FULL-SENTENCES ends a
+// sequence at a sentence boundary, where we cut anywhere, as group_texts does; group_texts keeps
+// each text's own [CLS]/[SEP] inside its chunks and adds none around them, and drops the short
+// remainder, which we keep so that a small corpus still gives a sequence.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +55,7 @@ Encoding sequence_encoding(const PackedSequences& packed, int64_t i);
 // The documents of `files` (each may name a slice, as read_document_slice), in order, packed as above. max_sequences >= 0 stops reading once
 // that many full sequences are packed (-1: the whole corpus). Throws std::invalid_argument for
 // max_seq_length < 3 (no room for a token) and the reader's errors.
-PackedSequences pack_documents(const std::vector<std::string>& files, const WordPieceTokenizer& tokenizer,
+PackedSequences pack_documents(const std::vector<std::string>& files, const Tokenizer& tokenizer,
                                int32_t max_seq_length, int64_t max_sequences = -1);
 
 }  // namespace qdq

@@ -1,82 +1,71 @@
-// BERT's WordPiece tokenizer, matching Hugging Face tokenizers (BertNormalizer, BertPreTokenizer,
-// WordPiece with "##" continuations and [UNK], TemplateProcessing "[CLS] A [SEP] (B [SEP])"),
-// checked token for token by tests/test_tokenizer.cpp.
-//
-// Offsets: `offsets` are in code points of the original text (Python str indices), the unit of
-// Hugging Face's offsets; `byte_offsets` are the same spans in UTF-8 bytes, for slicing the
-// std::string. A token's span covers the original characters it came from. Special and padding
-// tokens have (0, 0). For a pair, token_type_ids says which text a span refers to.
+// The tokenizer a task uses: BERT's WordPiece (data/wordpiece_tokenizer.h) or RoBERTa's byte-level
+// BPE (data/bpe_tokenizer.h), chosen by the files it is read from, as Hugging Face's
+// AutoTokenizer.from_pretrained(dir) chooses. Features (classification, SQuAD windows, masked-LM)
+// take this type and work the same with either: tokens of a text, then the kind's frame of
+// special tokens (data/encoding.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "data/bert_normalizer.h"
-#include "data/vocab.h"
+#include "data/bpe_tokenizer.h"
+#include "data/encoding.h"
+#include "data/wordpiece_tokenizer.h"
 
 namespace qdq {
 
-struct TokenSpan {
-    int32_t begin = 0, end = 0;
-    bool operator==(const TokenSpan&) const = default;
+enum class TokenizerKind { WordPiece, ByteLevelBpe };
+
+// Where a tokenizer's files are. `path` may name
+//   - a vocab.txt (any name not ending in .json): WordPiece;
+//   - a vocab.json: byte-level BPE, its merges beside it (merges.txt, or X-merges.txt for
+//     X-vocab.json, as Hugging Face's older downloads name them);
+//   - a Hugging Face model directory: vocab.json with merges.txt (BPE), or vocab.txt (WordPiece);
+//     its tokenizer_config.json is named too when present.
+struct TokenizerFiles {
+    TokenizerKind kind = TokenizerKind::WordPiece;
+    std::string vocab;   // vocab.txt or vocab.json
+    std::string merges;  // BPE: merges.txt
+    std::string config;  // a directory's tokenizer_config.json, or empty
 };
 
-// A special token as Hugging Face's BertTokenizerFast adds it: matched in the raw text before
-// normalization, case-sensitive, wherever it occurs ("a[MASK]b" is a, [MASK], b; "[mask]" is
-// ordinary text).
-struct SpecialToken {
-    std::string text;
-    int32_t id = -1;
+// Throws std::runtime_error naming the missing file (a vocab.json without its merges, a
+// directory with neither vocabulary or with both).
+TokenizerFiles tokenizer_files(const std::string& path);
+
+struct Tokenizer {
+    TokenizerKind kind = TokenizerKind::WordPiece;
+    WordPieceTokenizer wordpiece;  // kind WordPiece
+    BpeTokenizer bpe;              // kind ByteLevelBpe
+    SpecialTemplate special;       // [CLS]/<s>, [SEP]/</s>, [PAD]/<pad> and how they frame texts
+    int32_t unk_id = -1;
+    int32_t mask_id = -1;          // -1 when the vocabulary has no mask token
+    std::string mask_token;        // "[MASK]" or "<mask>", for messages
+    std::string vocab_path;        // for messages
 };
 
-struct WordPieceTokenizer {
-    Vocab vocab;
-    std::vector<SpecialToken> special_tokens;  // [PAD] [UNK] [CLS] [SEP], and [MASK] when the vocab has it
-    bool uncased = true;  // lowercase and strip accents (bert-base-uncased); false for cased vocabs
-    int32_t max_input_chars_per_word = 100;  // words longer than this (after normalization) become [UNK]
-    int32_t unk_id = -1, cls_id = -1, sep_id = -1, pad_id = -1;
+// The tokenizer of `path` (see TokenizerFiles); uncased (lowercase and strip accents) applies to
+// WordPiece only. Throws std::runtime_error naming the file, as the loaders do.
+Tokenizer load_tokenizer(const std::string& path, bool uncased);
+Tokenizer wordpiece_tokenizer(WordPieceTokenizer wordpiece);
+Tokenizer bpe_tokenizer(BpeTokenizer bpe);
+
+// Tokens in the vocabulary: ids are in [0, vocab_size).
+int32_t vocab_size(const Tokenizer& tokenizer);
+
+// Buffers tokenize() reuses, for either kind.
+struct TokenizeScratch {
+    NormalizedText normalized;
+    BpeScratch bpe;
 };
 
-// Throws std::runtime_error if the file is unreadable or malformed or lacks [UNK] [CLS] [SEP] [PAD].
-WordPieceTokenizer load_wordpiece_tokenizer(const std::string& vocab_path, bool uncased);
+// The tokens of one text, without the frame. Throws std::invalid_argument for invalid UTF-8.
+void tokenize(const Tokenizer& tokenizer, std::string_view text, TokenizeScratch& scratch, WordPieces& out);
 
-// Tokens of one text, without the [CLS]/[SEP] around it; special tokens written in the text
-// are kept as themselves (SpecialToken).
-struct WordPieces {
-    std::vector<int32_t> ids;
-    std::vector<TokenSpan> offsets;       // code points
-    std::vector<TokenSpan> byte_offsets;  // bytes
-};
-
-// Replaces out's contents, reusing its buffers and scratch's. Throws std::invalid_argument for
-// invalid UTF-8.
-void tokenize(const WordPieceTokenizer& tokenizer, std::string_view text, NormalizedText& scratch,
-              WordPieces& out);
-
-enum class Truncation {
-    longest_first,  // pairs: shorten the longer text first, as tokenizers does
-    only_second,    // shorten the second text only; an error if that is not enough
-};
-
-struct EncodeOptions {
-    int32_t max_length = 0;  // 0: no limit; else the length including special tokens
-    Truncation truncation = Truncation::longest_first;
-    bool pad_to_max_length = false;  // [PAD] on the right, attention mask 0
-};
-
-struct Encoding {
-    std::vector<int32_t> ids, token_type_ids, attention_mask;
-    std::vector<TokenSpan> offsets;       // code points
-    std::vector<TokenSpan> byte_offsets;  // bytes
-};
-
-// "[CLS] text [SEP]". Throws std::invalid_argument for invalid UTF-8 and for impossible
-// truncation (only_second without a second text; max_length below the special tokens' count).
-Encoding encode(const WordPieceTokenizer& tokenizer, std::string_view text, const EncodeOptions& options = {});
-// "[CLS] first [SEP] second [SEP]", token type 0 up to the first [SEP], 1 after it.
-Encoding encode_pair(const WordPieceTokenizer& tokenizer, std::string_view first, std::string_view second,
+// One text or a pair in the tokenizer's frame, truncated as options say (data/encoding.h).
+Encoding encode(const Tokenizer& tokenizer, std::string_view text, const EncodeOptions& options = {});
+Encoding encode_pair(const Tokenizer& tokenizer, std::string_view first, std::string_view second,
                      const EncodeOptions& options = {});
 
 }  // namespace qdq

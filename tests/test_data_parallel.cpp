@@ -6,7 +6,7 @@
 //   to end bit-identical to a 2-rank run never killed (each rank's dropout stream included);
 //   a checkpoint resumes only with the number of ranks that wrote it;
 //   evaluation split between the ranks gives one process's metrics exactly (IMDB-style accuracy
-//   on the tiny task, SQuAD exact match and F1 on real questions, masked-LM loss and accuracy);
+//   on the tiny task, with rank 0 alone writing TensorBoard events; SQuAD exact match and F1 on real questions, masked-LM loss and accuracy);
 //   calibration over two ranks' shares of the batches, merged, gives one process's ranges by
 //   all six methods, bit for bit;
 //   the pipeline runs on two ranks and a rerun finds it done.
@@ -41,6 +41,7 @@
 #include "trainers/checkpoint.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"
+#include "trainers/tensorboard_events.h"
 
 extern char** environ;
 
@@ -111,7 +112,8 @@ void write_squad_questions(const std::string& path, size_t count) {
 }  // namespace
 
 // Seven evaluation batches of five (the last short) split four and three: the run's own
-// evaluation, done on two ranks, equals one process's evaluation of the model it saved.
+// evaluation, done on two ranks, equals one process's evaluation of the model it saved. One
+// event file: rank 0 writes the run's log, events included.
 TEST(DataParallel, ShardedEvaluationEqualsOneProcessOnAClassificationTask) {
     if (skip_without_mpirun()) return;
     TempDir dir;
@@ -119,11 +121,13 @@ TEST(DataParallel, ShardedEvaluationEqualsOneProcessOnAClassificationTask) {
     nlohmann::json raw = dropout_free_config(dir, "run");
     raw["training"]["per_device_eval_batch_size"] = 5;
     raw["training"]["max_steps"] = 6;
+    raw["training"]["report_to"] = "tensorboard";
     Process p = train_on_two_ranks(dir.write("run.json", raw.dump()));
     ASSERT_EQ(p.status, 0) << p.output;
     const nlohmann::json sharded = nlohmann::json::parse(std::ifstream(dir.path() / "run" / "eval_results.json"));
     EXPECT_EQ(sharded, evaluated_alone(raw, dir.path() / "run"));
     EXPECT_EQ(sharded["eval_examples"], 32);
+    EXPECT_EQ(event_files((dir.path() / "run" / "runs").string()).size(), 1u);
 }
 
 // SQuAD: each rank runs half the windows' batches; the official metric is computed once over

@@ -78,6 +78,24 @@ TEST(SavePretrained, TheDirectoryReloadsToTheSameLogits) {
     EXPECT_EQ(tokenizer["do_lower_case"], false);
 }
 
+// A run with RoBERTa's tokenizer (data.vocab a vocab.json) writes its BPE files, not a vocab.txt.
+TEST(SavePretrained, ARobertaTokenizerTravelsAsVocabJsonAndMerges) {
+    TempDir dir;
+    RunConfig config = mlm_config(dir);
+    const std::string vocab = R"({"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "c": 5, "a": 6, "t": 7, "ca": 8, "cat": 9})";
+    const std::string merges = "#version: 0.2\nc a\nca t\n";
+    config.data.vocab = dir.write("bpe/vocab.json", vocab);
+    dir.write("bpe/merges.txt", merges);
+    const std::string out = (dir.path() / "hf").string();
+    const nlohmann::json summary = save_task_pretrained(config, kWeights, out);
+    EXPECT_EQ(read_text(out + "/vocab.json"), vocab);
+    EXPECT_EQ(read_text(out + "/merges.txt"), merges);
+    EXPECT_FALSE(std::filesystem::exists(out + "/vocab.txt"));
+    EXPECT_EQ(read_json_file(out + "/tokenizer_config.json")["tokenizer_class"], "RobertaTokenizer");
+    EXPECT_EQ(summary["files"], nlohmann::json::array({"config.json", "model.safetensors", "vocab.json", "merges.txt",
+                                                       "tokenizer_config.json"}));
+}
+
 // Debian's python3-torch is under /usr/bin/python3 (a pyenv python3 earlier in PATH has no
 // torch). CI must run this test: there a missing torch is a failure, elsewhere a skip.
 bool have_torch() {

@@ -73,7 +73,7 @@ TEST(ClassificationMetrics, RejectsMismatchesAndLabelsOutOfRange) {
 TEST(ClassificationFeatures, SingleTextsAndPairs) {
     const auto path = std::filesystem::temp_directory_path() / ("qdq_metrics_vocab_" + std::to_string(getpid()));
     std::ofstream(path) << "[PAD]\n[UNK]\n[CLS]\n[SEP]\ngood\nbad\nfilm\nvery\n";
-    const WordPieceTokenizer tokenizer = load_wordpiece_tokenizer(path.string(), true);
+    const Tokenizer tokenizer = load_tokenizer(path.string(), true);
     std::filesystem::remove(path);
     const std::vector<TextExample> examples = {{"s", "Very good film", "", 1}, {"p", "very very bad", "good film", 2}};
     const std::vector<Encoding> f = classification_encodings(tokenizer, examples, 7);

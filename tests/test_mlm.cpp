@@ -155,9 +155,9 @@ TEST(MlmMasking, TheRngStateAloneDecidesWhateverThePadding) {
 
 TEST(MlmMasking, VocabWithoutMaskIsAnError) {
     TempDir dir;
-    const WordPieceTokenizer no_mask = load_wordpiece_tokenizer(dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\na\n"), true);
+    const Tokenizer no_mask = load_tokenizer(dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\na\n"), true);
     expect_error([&] { mlm_masking(no_mask, 0.15); }, {"vocab.txt", "lacks [MASK]"});
-    const WordPieceTokenizer tiny = load_wordpiece_tokenizer(dir.write("tiny.txt", kTinyVocab), true);
+    const Tokenizer tiny = load_tokenizer(dir.write("tiny.txt", kTinyVocab), true);
     const MlmMasking masking = mlm_masking(tiny, 0.2);
     EXPECT_EQ(masking.mask_id, 4);
     EXPECT_EQ(masking.vocab_size, 20);
@@ -202,7 +202,7 @@ TEST(TextCorpus, BadInputNamesFileAndLine) {
 
 TEST(TextCorpus, PackingWrapsChunksAndSeparatesDocuments) {
     TempDir dir;
-    const WordPieceTokenizer tokenizer = load_wordpiece_tokenizer(dir.write("vocab.txt", kTinyVocab), true);
+    const Tokenizer tokenizer = load_tokenizer(dir.write("vocab.txt", kTinyVocab), true);
     const std::vector<std::string> files = {dir.write("a.txt", "The cat sat\n\n\n  \nthe dog ran.\r\n"),
                                             dir.write("b.jsonl", "{\"text\": \"on the mat\"}\n{\"text\": \"cat.\"}\n")};
     // The stream: the cat sat [SEP] the dog ran . [SEP] on the mat [SEP] cat . - cut every 4.
@@ -228,7 +228,7 @@ TEST(TextCorpus, RealCorpusPacksIntoFullSequences) {
     QDQ_REQUIRE_DATA_FILE("imdb/imdb_unsup.jsonl.gz");
     QDQ_REQUIRE_DATA_FILE("vocab/bert-base-uncased-vocab.txt");
     const std::string path = data_path("imdb/imdb_unsup.jsonl.gz");
-    const WordPieceTokenizer tokenizer = load_wordpiece_tokenizer(data_path("vocab/bert-base-uncased-vocab.txt"), true);
+    const Tokenizer tokenizer = load_tokenizer(data_path("vocab/bert-base-uncased-vocab.txt"), true);
     const int32_t L = 128, count = 60;
     const PackedSequences packed = pack_documents({path}, tokenizer, L, count);
     ASSERT_EQ(sequence_count(packed), count);
@@ -236,19 +236,19 @@ TEST(TextCorpus, RealCorpusPacksIntoFullSequences) {
     for (int64_t i = 0; i < count; ++i) {
         const std::vector<int32_t> ids = sequence_encoding(packed, i).ids;
         ASSERT_EQ((int32_t)ids.size(), L) << i;
-        EXPECT_EQ(ids.front(), tokenizer.cls_id) << i;
-        EXPECT_EQ(ids.back(), tokenizer.sep_id) << i;
+        EXPECT_EQ(ids.front(), tokenizer.special.cls_id) << i;
+        EXPECT_EQ(ids.back(), tokenizer.special.sep_id) << i;
         for (size_t t = 1; t + 1 < ids.size(); ++t) {
-            ASSERT_NE(ids[t], tokenizer.cls_id) << i << " " << t;
-            ASSERT_NE(ids[t], tokenizer.pad_id) << i << " " << t;
+            ASSERT_NE(ids[t], tokenizer.special.cls_id) << i << " " << t;
+            ASSERT_NE(ids[t], tokenizer.special.pad_id) << i << " " << t;
         }
         interiors.insert(interiors.end(), ids.begin() + 1, ids.end() - 1);
     }
     std::vector<int32_t> stream;
-    NormalizedText scratch;
+    TokenizeScratch scratch;
     WordPieces pieces;
     read_documents(path, [&](std::string_view text) {
-        if (!stream.empty()) stream.push_back(tokenizer.sep_id);
+        if (!stream.empty()) stream.push_back(tokenizer.special.sep_id);
         tokenize(tokenizer, text, scratch, pieces);
         stream.insert(stream.end(), pieces.ids.begin(), pieces.ids.end());
         return stream.size() < interiors.size();

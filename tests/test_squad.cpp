@@ -38,14 +38,14 @@ constexpr const char* kSquadDev = "squad/dev-v1.1.json.gz";
 
 // ---- hand-made cases: one-letter words, each a token of its own ----
 
-const WordPieceTokenizer& letter_tokenizer() {
-    static const WordPieceTokenizer t = [] {
+const Tokenizer& letter_tokenizer() {
+    static const Tokenizer t = [] {
         std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n";
         for (char c = 'a'; c <= 'z'; ++c) vocab += std::string(1, c) + "\n";
         const auto path = std::filesystem::temp_directory_path() /
                           ("qdq_squad_letters_" + std::to_string(getpid()) + ".txt");
         std::ofstream(path) << vocab;
-        WordPieceTokenizer loaded = load_wordpiece_tokenizer(path.string(), true);
+        Tokenizer loaded = load_tokenizer(path.string(), true);
         std::filesystem::remove(path);
         return loaded;
     }();
@@ -189,8 +189,8 @@ TEST(SquadPostprocess, NBestAndMaxAnswerLength) {
 
 // ---- the SQuAD v1.1 dev set against the reference ----
 
-const WordPieceTokenizer& uncased_tokenizer() {
-    static const WordPieceTokenizer t = load_wordpiece_tokenizer(data_path(kVocab), true);
+const Tokenizer& uncased_tokenizer() {
+    static const Tokenizer t = load_tokenizer(data_path(kVocab), true);
     return t;
 }
 

@@ -44,7 +44,7 @@ struct Examples {
 };
 
 Examples read_files(const RunConfig& config, const std::vector<std::string>& files, int64_t limit,
-                    const WordPieceTokenizer& tokenizer, bool labelled) {
+                    const Tokenizer& tokenizer, bool labelled) {
     std::vector<TextExample> all;
     for (const std::string& file : files) {
         ClassificationData data = read_examples(config.data.dataset, file, labelled);
@@ -189,7 +189,7 @@ private:
 
     PaddingOptions padding() const {
         PaddingOptions p;
-        p.pad_id = tokenizer_.pad_id;
+        p.pad_id = tokenizer_.special.pad_id;
         return p;
     }
 
@@ -222,7 +222,7 @@ private:
     Rng init_rng_;
     nn::BertForSequenceClassification model_;
     std::unique_ptr<nn::BertForSequenceClassification> teacher_;  // with a distillation section, for training
-    WordPieceTokenizer tokenizer_;
+    Tokenizer tokenizer_;
     Examples train_;
     EvalSets<Examples> evals_;
 };

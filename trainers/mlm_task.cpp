@@ -14,6 +14,7 @@
 #include "nn/heads.h"
 #include "parallel/communicator.h"
 #include "trainers/checkpoint.h"
+#include "trainers/progress_bar.h"
 #include "trainers/task.h"
 
 namespace qdq {
@@ -143,7 +144,9 @@ private:
         const std::vector<std::vector<int64_t>> batches = eval_batches(lengths_of(sequences), batch_size);
         std::vector<double> losses(batches.size(), 0.0);
         std::vector<int64_t> counts(2 * batches.size(), 0);  // masked, correct
+        ProgressBar bar("eval", (int64_t)batches.size());
         for (size_t b = 0; b < batches.size(); ++b) {
+            bar.update((int64_t)b);
             Batch batch = collate_sequences(sequences, batches[b]);
             Tensor labels = empty(batch.input_ids.shape(), DType::I32);
             for (int64_t r = 0; r < (int64_t)batches[b].size(); ++r) mask_row(batch, labels, r, rng);
@@ -191,7 +194,7 @@ private:
         std::vector<int64_t> rows(indices.size());
         for (size_t r = 0; r < rows.size(); ++r) rows[r] = (int64_t)r;
         PaddingOptions padding;
-        padding.pad_id = tokenizer_.pad_id;
+        padding.pad_id = tokenizer_.special.pad_id;
         return collate(features, {}, rows, padding);
     }
 
@@ -210,7 +213,7 @@ private:
     nn::BertConfig model_config_;
     Rng init_rng_;
     nn::BertForMaskedLM model_;
-    WordPieceTokenizer tokenizer_;
+    Tokenizer tokenizer_;
     MlmMasking masking_;
     PackedSequences train_;
     std::vector<NamedSequences> eval_;

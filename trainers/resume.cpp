@@ -18,7 +18,7 @@ namespace {
 const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", "save_steps",
                                    "save_total_limit", "per_device_eval_batch_size", "load_best_model_at_end",
                                    "metric_for_best_model", "greater_is_better", "ddp_bucket_cap_mb",
-                                   "use_cpu"};
+                                   "use_cpu", "report_to", "logging_dir"};
 
 nlohmann::json comparable(nlohmann::json config) {
     for (const char* key : kFreeTrainingKeys) config["training"].erase(key);

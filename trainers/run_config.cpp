@@ -1,5 +1,6 @@
 #include "trainers/run_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -7,6 +8,7 @@
 
 #include "data/data_dir.h"
 #include "data/document_slice.h"
+#include "data/tokenizer.h"
 #include "json/json_fields.h"
 #include "json/json_file.h"
 #include "trainers/qat_variant.h"
@@ -92,7 +94,28 @@ void read_eval_sets(JsonFields& data, DataSettings& d) {
     }
 }
 
-DataSettings parse_data_settings(const nlohmann::json& section, const std::string& source) {
+// data.vocab names the tokenizer's files (data/tokenizer.h: a vocab.txt, a vocab.json or a Hugging
+// Face directory), checked here. Unset, it is model.init's directory when model.init is one, as
+// AutoTokenizer.from_pretrained(dir) reads it, else the default. A directory's
+// tokenizer_config.json gives do_lower_case (WordPiece's only) unless data sets it.
+void resolve_tokenizer(const JsonFields& data, DataSettings& d, const std::string& model_init) {
+    const bool from_init = !data.has("vocab") && !model_init.empty() && fs::is_directory(model_init);
+    d.vocab = from_init ? model_init : resolve(d.data_dir, d.vocab);
+    if (!fs::exists(d.vocab)) data.fail("vocab", "names a missing file: " + d.vocab);
+    TokenizerFiles files;
+    try {
+        files = tokenizer_files(d.vocab);
+    } catch (const std::runtime_error& e) {
+        data.fail("vocab", (from_init ? "is unset, so the tokenizer is model.init's directory: "
+                                      : "names no tokenizer: ") + std::string(e.what()));
+    }
+    if (files.kind != TokenizerKind::WordPiece || files.config.empty() || data.has("do_lower_case")) return;
+    const nlohmann::json tokenizer_config = read_json_file(files.config);
+    JsonFields(tokenizer_config, "", files.config).read("do_lower_case", d.do_lower_case);
+}
+
+DataSettings parse_data_settings(const nlohmann::json& section, const std::string& source,
+                                 const std::string& model_init) {
     JsonFields data(section, "data", source);
     DataSettings d;
     data.read("task", d.task);
@@ -121,8 +144,7 @@ DataSettings parse_data_settings(const nlohmann::json& section, const std::strin
     resolve_files(data, "train_files", d, d.train_files);
     resolve_files(data, "eval_files", d, d.eval_files);
     for (EvalSet& set : d.eval_sets) resolve_files(data, "eval_files", d, set.files);
-    d.vocab = resolve(d.data_dir, d.vocab);
-    if (!fs::exists(d.vocab)) data.fail("vocab", "names a missing file: " + d.vocab);
+    resolve_tokenizer(data, d, model_init);
     if (d.max_seq_length < 8) data.fail("max_seq_length", "must be at least 8");
     if (d.task == "squad" && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
         data.fail("doc_stride", "must be in (0, max_seq_length)");
@@ -172,6 +194,28 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     }
 }
 
+// HF's report_to: "none" and "all" (every integration there is) stand alone; other names each
+// name an integration.
+std::vector<ReportTo> parse_report_to(JsonFields& training) {
+    std::vector<std::string> names;
+    training.read("report_to", names);
+    std::vector<ReportTo> report_to;
+    if (names.size() == 1 && (names[0] == "none" || names[0] == "all")) {
+        if (names[0] == "all")
+            for (const auto& [name, integration] : kReportToNames) report_to.push_back(integration);
+        return report_to;
+    }
+    for (const std::string& name : names) {
+        std::optional<ReportTo> integration = choice_named<ReportTo>(name, kReportToNames);
+        if (!integration)
+            training.fail("report_to", "names '" + name + "'; integrations: " + choice_names(kReportToNames) +
+                                           " (or \"all\", or \"none\" alone)");
+        if (std::find(report_to.begin(), report_to.end(), *integration) == report_to.end())
+            report_to.push_back(*integration);
+    }
+    return report_to;
+}
+
 TrainingSettings parse_training_settings(const nlohmann::json& section, const std::string& source) {
     JsonFields training(section, "training", source);
     TrainingSettings t;
@@ -206,6 +250,8 @@ TrainingSettings parse_training_settings(const nlohmann::json& section, const st
     training.read("bf16", t.bf16);
     training.read("ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
     training.read("use_cpu", t.use_cpu);
+    t.report_to = parse_report_to(training);
+    training.read("logging_dir", t.logging_dir);
     training.finish();
     check_training_settings(training, t);
     return t;
@@ -273,7 +319,7 @@ RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
     c.source = source;
     JsonFields root(raw, "", source);
     c.model = parse_model_settings(root.section("model"), source, base_dir);
-    c.data = parse_data_settings(root.section("data"), source);
+    c.data = parse_data_settings(root.section("data"), source, c.model.init);
     c.training = parse_training_settings(root.section("training"), source);
     if (root.has("quantization")) c.quantization = quantization_config_from_json(root.section("quantization"), source);
     if (root.has("distillation")) {
@@ -330,6 +376,12 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 
 namespace {
 
+nlohmann::json report_to_names(const std::vector<ReportTo>& report_to) {
+    nlohmann::json names = nlohmann::json::array();
+    for (ReportTo integration : report_to) names.push_back(name_of_choice(integration, kReportToNames));
+    return names;
+}
+
 nlohmann::json eval_files_json(const DataSettings& d) {
     if (d.eval_sets.empty()) return d.eval_files;
     nlohmann::json sets = nlohmann::json::object();
@@ -367,7 +419,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"load_best_model_at_end", t.load_best_model_at_end},
           {"metric_for_best_model", t.metric_for_best_model},
           {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
-          {"use_cpu", t.use_cpu}}}};
+          {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}}}};
     if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
     // Only when used: the configs of runs without a validation split stay as they were.
     if (d.validation_fraction > 0) {

@@ -4,7 +4,12 @@
 //               .safetensors or .h5; absent = HF's random initialisation)
 //   "data":     task ("classification" | "squad" | "mlm"), dataset (classification preset: nli,
 //               headerless_nli, sick, rte, sst2, imdb), train_files, eval_files, data_dir,
-//               vocab, do_lower_case, max_seq_length, doc_stride, max_train_examples,
+//               vocab (the tokenizer: a vocab.txt for WordPiece, a vocab.json with merges.txt
+//               beside it for byte-level BPE, or a Hugging Face model directory holding either;
+//               unset: model.init's directory when it is one, as AutoTokenizer.from_pretrained
+//               reads it, else vocab/bert-base-uncased-vocab.txt), do_lower_case (WordPiece
+//               only; unset: a directory's tokenizer_config.json says, else true),
+//               max_seq_length, doc_stride, max_train_examples,
 //               max_eval_examples, squad_eval_fraction + squad_split_seed (train and eval on
 //               one SQuAD file split by article), validation_fraction + validation_seed (that
 //               share of the training examples, SQuAD's by article, held out and evaluated on
@@ -17,7 +22,9 @@
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h),
 //               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h),
-//               use_cpu (the CPU although a GPU is present, trainers/run_device.h)
+//               use_cpu (the CPU although a GPU is present, trainers/run_device.h),
+//               report_to ("none", "tensorboard" or "all", or a list: where the logs go besides
+//               metrics.jsonl), logging_dir (TensorBoard's folder; default <output_dir>/runs)
 //   "quantization": (qdqbert/qdq_placement.h)
 //   "distillation": teacher (a model of the same task: a checkpoint, model.h5, .safetensors or
 //               HF directory; run in float, without quantizers; in the pipeline it defaults to
@@ -90,7 +97,7 @@ struct DataSettings {
     std::vector<std::string> train_files, eval_files;  // resolved paths
     std::vector<EvalSet> eval_sets;                    // mlm: eval_files as named sets, eval_files empty
     std::string data_dir;                              // resolved
-    std::string vocab = "vocab/bert-base-uncased-vocab.txt";
+    std::string vocab = "vocab/bert-base-uncased-vocab.txt";  // resolved: a file or a directory (data/tokenizer.h)
     bool do_lower_case = true;
     int max_seq_length = 128;
     int doc_stride = 128;
@@ -105,6 +112,10 @@ struct DataSettings {
     uint64_t validation_seed = 42;
     double mlm_probability = 0.15;
 };
+
+// The integrations a run reports its logs to besides metrics.jsonl (HF's report_to names).
+enum class ReportTo { tensorboard };
+inline constexpr std::pair<const char*, ReportTo> kReportToNames[] = {{"tensorboard", ReportTo::tensorboard}};
 
 // Checkpoints kept when training.save_total_limit is unset.
 constexpr int64_t kSaveTotalLimitWhileTraining = 2;
@@ -147,6 +158,15 @@ struct TrainingSettings {
     double ddp_bucket_cap_mb = 25;
     // Hugging Face's use_cpu: run on the CPU although a GPU is present (trainers/run_device.h).
     bool use_cpu = false;
+    // Hugging Face's report_to, a name or a list of them: "none" (the default: none), "all" (every
+    // integration this build has, which is tensorboard), "tensorboard": TensorBoard event files
+    // with every number of metrics.jsonl as HF's TensorBoardCallback names it (train/loss,
+    // eval/accuracy, ...) at its step (trainers/tensorboard_events.h).
+    std::vector<ReportTo> report_to;
+    // Hugging Face's logging_dir: the event files' folder, one run's own (TensorBoard shows a
+    // folder as a run, and a resumed run keeps its files in step with metrics.jsonl); empty:
+    // <output_dir>/runs. A pipeline's stages each take a folder under it, as under output_dir.
+    std::string logging_dir;
 };
 
 // calibrate's sweep: which quantizers are left in float one at a time.

@@ -44,25 +44,18 @@ std::string format_value(const nlohmann::json& v) {
 
 }  // namespace
 
-std::string format_duration(double seconds) {
-    if (!std::isfinite(seconds) || seconds < 0) return "?";
-    long s = std::lround(seconds);
-    char buffer[32];
-    if (s >= 3600) std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
-    else std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
-    return buffer;
-}
-
-RunLog::RunLog(const std::string& path, int64_t resume_step, int64_t total_steps, bool progress_bar)
-    : path_(path), total_steps_(total_steps), progress_bar_(progress_bar && !path.empty()) {
+RunLog::RunLog(const std::string& path, int64_t resume_step, int64_t total_steps, const std::string& events_dir)
+    : path_(path), bar_("train", total_steps, resume_step) {
     if (path.empty()) return;
     keep_records_up_to(path, resume_step);
     file_ = std::fopen(path.c_str(), "a");
     if (!file_) throw std::runtime_error(path + ": cannot open for appending");
+    if (events_dir.empty()) return;
+    keep_events_up_to(events_dir, resume_step);
+    events_.emplace(events_dir);
 }
 
 RunLog::~RunLog() {
-    clear_bar();
     if (file_) std::fclose(file_);
 }
 
@@ -71,6 +64,7 @@ void RunLog::write(const nlohmann::json& record) {
     std::string line = record.dump();
     if (std::fprintf(file_, "%s\n", line.c_str()) < 0 || std::fflush(file_) != 0)
         throw std::runtime_error(path_ + ": cannot write");
+    if (events_ && record.contains("step")) events_->write_scalars(record["step"].get<int64_t>(), record_scalars(record));
     std::string text = record.contains("step") ? "step " + record["step"].dump() : "";
     for (const auto& [key, value] : record.items()) {
         if (key == "step") continue;
@@ -82,31 +76,16 @@ void RunLog::write(const nlohmann::json& record) {
 
 void RunLog::note(const std::string& line) {
     if (!file_) return;
-    clear_bar();
+    bar_.erase();
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
 }
 
-void RunLog::progress(int64_t step, double loss, double steps_per_second) {
-    if (!progress_bar_) return;
-    const int width = 30;
-    double fraction = total_steps_ > 0 ? (double)step / (double)total_steps_ : 0;
-    int filled = (int)(fraction * width);
-    std::string bar(filled, '=');
-    if (filled < width) bar += '>' + std::string(width - filled - 1, ' ');
-    double eta = steps_per_second > 0 ? (double)(total_steps_ - step) / steps_per_second : NAN;
-    std::fprintf(stderr, "\r[%s] %lld/%lld %3.0f%%  loss %.4f  %.2f it/s  ETA %s\033[K", bar.c_str(),
-                 (long long)step, (long long)total_steps_, 100 * fraction, loss, steps_per_second,
-                 format_duration(eta).c_str());
-    std::fflush(stderr);
-    bar_shown_ = true;
-}
-
-void RunLog::clear_bar() {
-    if (!bar_shown_) return;
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
-    bar_shown_ = false;
+void RunLog::progress(int64_t step, double loss) {
+    if (!file_) return;
+    char detail[32];
+    std::snprintf(detail, sizeof detail, "loss %.4f", loss);
+    bar_.update(step, detail);
 }
 
 }  // namespace qdq

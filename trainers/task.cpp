@@ -9,6 +9,7 @@
 #include "nn/pretrained.h"
 #include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
+#include "trainers/progress_bar.h"
 #include "trainers/run_device.h"
 
 namespace qdq {
@@ -34,8 +35,8 @@ nlohmann::json saved_run_config(const RunConfig& config, const Task& task) {
     return j;
 }
 
-WordPieceTokenizer task_tokenizer(const RunConfig& config) {
-    return load_wordpiece_tokenizer(config.data.vocab, config.data.do_lower_case);
+Tokenizer task_tokenizer(const RunConfig& config) {
+    return load_tokenizer(config.data.vocab, config.data.do_lower_case);
 }
 
 void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data) {
@@ -63,10 +64,12 @@ std::vector<NamedOutputs> run_eval_model(nn::Module& model, const std::vector<nn
     NoGradGuard no_grad;
     std::vector<NamedOutputs> outputs;
     outputs.reserve(batches.size());
+    ProgressBar bar("eval", (int64_t)batches.size());
     for (const nn::BertInputs& batch : batches) {
         NamedOutputs out = forward(batch);
         for (auto& [name, tensor] : out) tensor = tensor.cpu();  // scored on the host
         outputs.push_back(std::move(out));
+        bar.update((int64_t)outputs.size());
     }
     model.train(was_training);
     return outputs;

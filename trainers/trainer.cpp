@@ -289,6 +289,12 @@ bool stop_asked(const Run& r) {
     return asked > 0;
 }
 
+// The folder of the run's TensorBoard event files; empty when report_to does not name tensorboard.
+std::string events_dir(const TrainingSettings& t) {
+    if (std::find(t.report_to.begin(), t.report_to.end(), ReportTo::tensorboard) == t.report_to.end()) return "";
+    return t.logging_dir.empty() ? t.output_dir + "/runs" : t.logging_dir;
+}
+
 // Quantization-aware training: the ranges come from model.init (a calibrated checkpoint) or a
 // resumed checkpoint. Recalibrated weight ranges are taken once, at step 0, so a resumed run
 // keeps the ranges it started with.
@@ -340,7 +346,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
             if (entry.path().extension() == ".tmp") fs::remove(entry.path());
         write_json_file(r.out_dir + "/config.json", r.resolved);
     }
-    RunLog log(root ? r.out_dir + "/metrics.jsonl" : "", r.state.step, total_steps, options.progress_bar);
+    RunLog log(root ? r.out_dir + "/metrics.jsonl" : "", r.state.step, total_steps, events_dir(t));
     if (r.state.step > 0)
         log.note("resuming " + r.out_dir + " at step " + std::to_string(r.state.step) + " of " + std::to_string(total_steps));
     if (r.world.size > 1)
@@ -348,8 +354,6 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
                  " gradient buckets, a global batch of " + std::to_string(r.loader_batch()));
 
     r.start = now_seconds() - r.state.seconds;
-    const double run_start = now_seconds();
-    const int64_t first_step = r.state.step;
     while (r.state.step < total_steps) {
         if (stop_asked(r)) {
             stop_requested = 0;  // honoured: a later train() in this process starts afresh
@@ -370,12 +374,15 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         }
         ++r.state.step;
         record_step(r, log, step, lr, total_steps);
-        log.progress(r.state.step, step.loss, (double)(r.state.step - first_step) / std::max(1e-9, now_seconds() - run_start));
+        log.progress(r.state.step, step.loss);
         const bool last = r.state.step == total_steps;
         bool best = false;
         if ((t.eval_steps > 0 ? r.state.step % t.eval_steps == 0 : step.epoch_done) || last) best = evaluate(r, log);
-        if ((t.save_steps > 0 ? r.state.step % t.save_steps == 0 : step.epoch_done) || last || (best && t.load_best_model_at_end))
-            save(r);
+        const bool due =
+            (t.save_steps > 0 ? r.state.step % t.save_steps == 0 : step.epoch_done) || last || (best && t.load_best_model_at_end);
+        // A finished run keeps save_total_limit checkpoints beside model.h5: with 0 the last one
+        // would be written only to be removed (BERT-large's, with AdamW's moments, is 4 GB).
+        if (due && !(last && t.save_total_limit == 0)) save(r);
     }
     return finish(r, log);
 }

@@ -16,8 +16,9 @@
 // holds every rank's random streams, and resumes with the same number of ranks.
 //
 // Output directory: config.json (the resolved config), metrics.jsonl, checkpoint-<step>.h5,
-// and at the end model.h5 (the final weights, or the best ones with load_best_model_at_end)
-// and eval_results.json (that model's metrics).
+// with report_to tensorboard TensorBoard's event files (in logging_dir, by default runs/), and
+// at the end model.h5 (the final weights, or the best ones with load_best_model_at_end) and
+// eval_results.json (that model's metrics).
 #pragma once
 
 #include <cstdint>
@@ -47,9 +48,9 @@ struct TrainOutcome {
     std::string message;     // why a run did not finish
 };
 
+// The progress bar follows set_progress_bars_shown (trainers/progress_bar.h).
 struct TrainOptions {
-    bool resume = true;         // continue from the newest checkpoint in the output directory
-    bool progress_bar = false;  // redraw a bar on stderr (for a terminal)
+    bool resume = true;  // continue from the newest checkpoint in the output directory
 };
 
 TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options = {});
