@@ -1,8 +1,10 @@
 #include "data/classification_features.h"
 
+#include "data/parallel_examples.h"
+
 namespace qdq {
 
-Encoding classification_encoding(const WordPieceTokenizer& tokenizer, const TextExample& example,
+Encoding classification_encoding(const Tokenizer& tokenizer, const TextExample& example,
                                  int32_t max_seq_length) {
     EncodeOptions options;
     options.max_length = max_seq_length;
@@ -14,12 +16,11 @@ Encoding classification_encoding(const WordPieceTokenizer& tokenizer, const Text
     return e;
 }
 
-std::vector<Encoding> classification_encodings(const WordPieceTokenizer& tokenizer,
+std::vector<Encoding> classification_encodings(const Tokenizer& tokenizer,
                                                const std::vector<TextExample>& examples, int32_t max_seq_length) {
-    std::vector<Encoding> out;
-    out.reserve(examples.size());
-    for (const TextExample& example : examples) out.push_back(classification_encoding(tokenizer, example, max_seq_length));
-    return out;
+    return features_in_parallel<Encoding>((int64_t)examples.size(), [&](int64_t i, std::vector<Encoding>& out) {
+        out.push_back(classification_encoding(tokenizer, examples[(size_t)i], max_seq_length));
+    });
 }
 
 }  // namespace qdq

@@ -4,41 +4,29 @@
 #include <stdexcept>
 #include <string>
 
+#include "data/parallel_examples.h"
 #include "data/python_text.h"
 
 namespace qdq {
 namespace {
 
 struct WindowScratch {
-    NormalizedText normalized;
+    TokenizeScratch tokenize;
     WordPieces question, context;
 };
 thread_local WindowScratch window_scratch;
 
-// The tokens of one window of the context: [begin, end) of its word pieces.
-Encoding window_encoding(const WordPieceTokenizer& tokenizer, const WordPieces& question, const WordPieces& context,
+// The tokens of one window of the context: [begin, end) of its tokens. Offsets are kept for the
+// context's tokens only, as prepare_validation_features keeps them.
+Encoding window_encoding(const Tokenizer& tokenizer, const WordPieces& question, const WordPieces& context,
                          size_t begin, size_t end, const SquadFeatureOptions& options) {
-    const size_t used = question.ids.size() + (end - begin) + 3;
+    const size_t used = question.ids.size() + (end - begin) + (size_t)special_token_count(tokenizer.special, true);
     const size_t length = options.pad_to_max_length ? std::max(used, (size_t)options.max_seq_length) : used;
-    Encoding e;
-    e.ids.reserve(length);
-    e.ids.push_back(tokenizer.cls_id);
-    e.ids.insert(e.ids.end(), question.ids.begin(), question.ids.end());
-    e.ids.push_back(tokenizer.sep_id);
-    e.ids.insert(e.ids.end(), context.ids.begin() + begin, context.ids.begin() + end);
-    e.ids.push_back(tokenizer.sep_id);
-    e.ids.resize(length, tokenizer.pad_id);
-
-    const size_t context_begin = question.ids.size() + 2;
-    e.token_type_ids.assign(length, 0);
-    std::fill(e.token_type_ids.begin() + context_begin, e.token_type_ids.begin() + used, 1);
-    e.attention_mask.assign(length, 0);
-    std::fill(e.attention_mask.begin(), e.attention_mask.begin() + used, 1);
-    e.offsets.assign(length, TokenSpan{});
-    std::copy(context.offsets.begin() + begin, context.offsets.begin() + end, e.offsets.begin() + context_begin);
-    e.byte_offsets.assign(length, TokenSpan{});
-    std::copy(context.byte_offsets.begin() + begin, context.byte_offsets.begin() + end,
-              e.byte_offsets.begin() + context_begin);
+    const PieceRange context_range{&context, begin, end};
+    Encoding e = framed_encoding(tokenizer.special, {&question, 0, question.ids.size()}, &context_range, length);
+    const auto context_begin = (std::ptrdiff_t)second_text_begin(tokenizer.special, question.ids.size());
+    std::fill(e.offsets.begin(), e.offsets.begin() + context_begin, TokenSpan{});
+    std::fill(e.byte_offsets.begin(), e.byte_offsets.begin() + context_begin, TokenSpan{});
     return e;
 }
 
@@ -65,17 +53,18 @@ void label_window(const SquadExample& example, SquadWindow& w) {
 
 }  // namespace
 
-void append_squad_windows(const WordPieceTokenizer& tokenizer, const SquadExample& example, int32_t example_index,
+void append_squad_windows(const Tokenizer& tokenizer, const SquadExample& example, int32_t example_index,
                           const SquadFeatureOptions& options, std::vector<SquadWindow>& out) {
-    if (options.max_seq_length <= 3 || options.doc_stride < 0)
-        throw std::invalid_argument("SQuAD windows need max_seq_length > 3 and doc_stride >= 0, not " +
-                                    std::to_string(options.max_seq_length) + " and " +
+    const int32_t specials = special_token_count(tokenizer.special, true);
+    if (options.max_seq_length <= specials || options.doc_stride < 0)
+        throw std::invalid_argument("SQuAD windows need max_seq_length > " + std::to_string(specials) +
+                                    " and doc_stride >= 0, not " + std::to_string(options.max_seq_length) + " and " +
                                     std::to_string(options.doc_stride));
     WindowScratch& s = window_scratch;
-    tokenize(tokenizer, python_text::lstrip(example.question), s.normalized, s.question);
-    tokenize(tokenizer, example.context, s.normalized, s.context);
+    tokenize(tokenizer, python_text::lstrip(example.question), s.tokenize, s.question);
+    tokenize(tokenizer, example.context, s.tokenize, s.context);
     const size_t n_question = s.question.ids.size(), n_context = s.context.ids.size();
-    const size_t budget = (size_t)options.max_seq_length - 3;
+    const size_t budget = (size_t)(options.max_seq_length - specials);
     size_t width = n_context;  // context tokens per window
     if (n_question + n_context > budget) {
         if (n_question >= budget)
@@ -94,7 +83,7 @@ void append_squad_windows(const WordPieceTokenizer& tokenizer, const SquadExampl
         SquadWindow w;
         w.example_index = example_index;
         w.encoding = window_encoding(tokenizer, s.question, s.context, begin, end, options);
-        w.context_begin = (int32_t)n_question + 2;
+        w.context_begin = second_text_begin(tokenizer.special, n_question);
         w.context_end = w.context_begin + (int32_t)(end - begin);
         label_window(example, w);
         out.push_back(std::move(w));
@@ -102,12 +91,11 @@ void append_squad_windows(const WordPieceTokenizer& tokenizer, const SquadExampl
     }
 }
 
-std::vector<SquadWindow> squad_windows(const WordPieceTokenizer& tokenizer, const std::vector<SquadExample>& examples,
+std::vector<SquadWindow> squad_windows(const Tokenizer& tokenizer, const std::vector<SquadExample>& examples,
                                        const SquadFeatureOptions& options) {
-    std::vector<SquadWindow> out;
-    out.reserve(examples.size());
-    for (size_t i = 0; i < examples.size(); ++i) append_squad_windows(tokenizer, examples[i], (int32_t)i, options, out);
-    return out;
+    return features_in_parallel<SquadWindow>((int64_t)examples.size(), [&](int64_t i, std::vector<SquadWindow>& out) {
+        append_squad_windows(tokenizer, examples[(size_t)i], (int32_t)i, options, out);
+    });
 }
 
 }  // namespace qdq

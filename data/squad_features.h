@@ -1,15 +1,18 @@
 // SQuAD examples as model inputs, the way Hugging Face's run_qa.py prepares them with a fast
 // tokenizer (prepare_train_features / prepare_validation_features): "[CLS] question [SEP]
-// context [SEP]" with the question left-stripped (question.lstrip()), truncation only_second at
-// max_seq_length, and a context too long for one input split into windows that overlap by
-// doc_stride tokens, as tokenizers' return_overflowing_tokens does.
+// context [SEP]" (RoBERTa: "<s> question </s></s> context </s>") with the question left-stripped
+// (question.lstrip()), truncation only_second at max_seq_length, and a context too long for one
+// input split into windows that overlap by doc_stride tokens, as tokenizers'
+// return_overflowing_tokens does.
 //
-// The lstrip changes no token (BERT drops or splits on every character Python strips), only the
-// question's offsets, which are not kept.
+// The lstrip changes no WordPiece token (BERT drops or splits on every character Python strips),
+// only the question's offsets, which are not kept; byte-level BPE would keep a leading space in
+// the question's first token.
 //
 // Window starts (tokenizers' Encoding::truncate, direction right): with n context tokens and
-// room for w = max_seq_length - 3 - question tokens, the windows are [s, min(s + w, n)) for
-// s = 0, w - stride, 2(w - stride), ... up to the first window that reaches n.
+// room for w = max_seq_length - (3 or 4 special tokens) - question tokens, the windows are
+// [s, min(s + w, n)) for s = 0, w - stride, 2(w - stride), ... up to the first window that
+// reaches n.
 #pragma once
 
 #include <cstdint>
@@ -45,11 +48,11 @@ struct SquadWindow {
 // Appends the windows of one example to out. Throws std::invalid_argument where run_qa.py's
 // tokenizer fails too: when the question leaves no room for the context, or no more room than
 // doc_stride, and the context does not fit as a whole.
-void append_squad_windows(const WordPieceTokenizer& tokenizer, const SquadExample& example, int32_t example_index,
+void append_squad_windows(const Tokenizer& tokenizer, const SquadExample& example, int32_t example_index,
                           const SquadFeatureOptions& options, std::vector<SquadWindow>& out);
 
-// The windows of every example, in example order.
-std::vector<SquadWindow> squad_windows(const WordPieceTokenizer& tokenizer, const std::vector<SquadExample>& examples,
+// The windows of every example, in example order, made on every core (data/parallel_examples.h).
+std::vector<SquadWindow> squad_windows(const Tokenizer& tokenizer, const std::vector<SquadExample>& examples,
                                        const SquadFeatureOptions& options);
 
 }  // namespace qdq

@@ -133,13 +133,15 @@ std::string read_config(hid_t file, const std::string& path) {
 
 // Sets `plist` (dataset creation properties) for `storage`: one chunk per tensor under the
 // shuffle and deflate filters, or HDF5's defaults (contiguous, unfiltered). Scalars and empty
-// tensors, which cannot be chunked, keep the defaults.
+// tensors, which cannot be chunked, keep the defaults. Deflate level 1: on the shipped BERT-mini
+// weights level 6 saves 1.4% more (37.50 MB against 38.05 MB) in twice the time, which at
+// BERT-large is most of a minute for every model a stage writes.
 void set_storage(hid_t plist, const std::vector<hsize_t>& dims, Hdf5Storage storage, const std::string& context) {
     const bool empty = std::any_of(dims.begin(), dims.end(), [](hsize_t d) { return d == 0; });
     if (storage == Hdf5Storage::Plain || dims.empty() || empty) return;
     checked(H5Pset_chunk(plist, (int)dims.size(), dims.data()), context, "chunking");
     checked(H5Pset_shuffle(plist), context, "the shuffle filter");
-    checked(H5Pset_deflate(plist, 6), context, "the deflate filter");
+    checked(H5Pset_deflate(plist, 1), context, "the deflate filter");
 }
 
 void write_dataset(hid_t file, const NamedTensor& named, const std::string& path, Hdf5Storage storage) {

@@ -20,6 +20,7 @@
 #include "autograd/tape.h"
 #include "data/loader.h"
 #include "data/metrics.h"
+#include "data/parallel_examples.h"
 #include "data/squad_features.h"
 #include "data/squad_postprocess.h"
 #include "data/squad_reader.h"
@@ -63,7 +64,7 @@ struct Features {
 };
 
 // The windows of example_subset's `limit` questions (-1: all).
-Features make_features(const RunConfig& config, const WordPieceTokenizer& tokenizer,
+Features make_features(const RunConfig& config, const Tokenizer& tokenizer,
                        std::vector<SquadExample> all, int64_t limit, const SquadFiles& files) {
     std::vector<SquadExample> examples;
     for (size_t i : example_subset(all.size(), limit)) examples.push_back(std::move(all[i]));
@@ -72,15 +73,15 @@ Features make_features(const RunConfig& config, const WordPieceTokenizer& tokeni
     options.doc_stride = config.data.doc_stride;
     options.pad_to_max_length = false;
     Features out;
-    for (size_t i = 0; i < examples.size(); ++i) {
+    out.windows = features_in_parallel<SquadWindow>((int64_t)examples.size(), [&](int64_t i, std::vector<SquadWindow>& windows) {
         try {
-            append_squad_windows(tokenizer, examples[i], (int32_t)i, options, out.windows);
+            append_squad_windows(tokenizer, examples[(size_t)i], (int32_t)i, options, windows);
         } catch (const std::invalid_argument& e) {
-            throw std::runtime_error(files.file_of.at(examples[i].id) + ": " + e.what() + " (" + config.source +
+            throw std::runtime_error(files.file_of.at(examples[(size_t)i].id) + ": " + e.what() + " (" + config.source +
                                      ": data.max_seq_length " + std::to_string(options.max_seq_length) +
                                      ", data.doc_stride " + std::to_string(options.doc_stride) + ")");
         }
-    }
+    });
     for (const SquadWindow& w : out.windows) out.lengths.push_back((int32_t)w.encoding.ids.size());
     out.examples = std::move(examples);
     return out;
@@ -166,7 +167,7 @@ public:
     std::vector<int32_t> train_lengths() const override { return train_.lengths; }
 
     Tensor train_loss(const std::vector<int64_t>& indices, Rng&) override {
-        Batch batch = collate_windows(train_.windows, indices, tokenizer_.pad_id);
+        Batch batch = collate_windows(train_.windows, indices, tokenizer_.special.pad_id);
         std::vector<int32_t> starts, ends;
         for (int64_t i : indices) {
             starts.push_back(train_.windows[(size_t)i].start_position);
@@ -247,7 +248,7 @@ private:
     std::vector<nn::BertInputs> input_batches(const Features& data, int64_t batch_size) const {
         std::vector<nn::BertInputs> out;
         for (const std::vector<int64_t>& indices : eval_batches(data.lengths, batch_size))
-            out.push_back(inputs_of(collate_windows(data.windows, indices, tokenizer_.pad_id)));
+            out.push_back(inputs_of(collate_windows(data.windows, indices, tokenizer_.special.pad_id)));
         return out;
     }
 
@@ -286,7 +287,7 @@ private:
     Rng init_rng_;
     nn::BertForQuestionAnswering model_;
     std::unique_ptr<nn::BertForQuestionAnswering> teacher_;  // with a distillation section, for training
-    WordPieceTokenizer tokenizer_;
+    Tokenizer tokenizer_;
     Features train_;
     EvalSets<Features> evals_;
 };
