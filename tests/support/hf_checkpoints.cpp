@@ -77,14 +77,20 @@ void write_json(const fs::path& path, const nlohmann::json& j) {
     if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+// A copy keeps its source's permissions, and the shared data is read-only: the old copy goes first.
+void copy_afresh(const fs::path& from, const fs::path& to) {
+    fs::remove(to);
+    fs::copy_file(from, to);
+}
+
 void write_tokenizer(const fs::path& dir, HfCheckpoint which) {
     if (which == HfCheckpoint::RobertaBase) {
         const fs::path bpe = fs::path(QDQ_FIXTURE_DIR) / "bpe";
-        fs::copy_file(bpe / "vocab.json", dir / "vocab.json", fs::copy_options::overwrite_existing);
-        fs::copy_file(bpe / "merges.txt", dir / "merges.txt", fs::copy_options::overwrite_existing);
+        copy_afresh(bpe / "vocab.json", dir / "vocab.json");
+        copy_afresh(bpe / "merges.txt", dir / "merges.txt");
         return;
     }
-    fs::copy_file(data_path("vocab/bert-base-uncased-vocab.txt"), dir / "vocab.txt", fs::copy_options::overwrite_existing);
+    copy_afresh(data_path("vocab/bert-base-uncased-vocab.txt"), dir / "vocab.txt");
     write_json(dir / "tokenizer_config.json", {{"do_lower_case", true}, {"model_max_length", 512}});
 }
 
