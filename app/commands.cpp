@@ -6,13 +6,13 @@
 #include <iostream>
 #include <optional>
 
-#include "app/calibrate.h"
 #include "app/cli.h"
-#include "app/export.h"
-#include "app/hf_export.h"
-#include "app/pipeline.h"
 #include "json/json_fields.h"
 #include "parallel/communicator.h"
+#include "stages/calibrate.h"
+#include "stages/export.h"
+#include "stages/hf_export.h"
+#include "stages/pipeline.h"
 #include "trainers/checkpoint.h"
 #include "trainers/run_precision.h"
 #include "trainers/trainer.h"

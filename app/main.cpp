@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "app/cli.h"
-#include "app/selftest.h"
-#include "app/training_curves.h"
 #include "autograd/cpu_level.h"
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "cuda/backend.h"
 #include "parallel/communicator.h"
+#include "report/training_curves.h"
+#include "stages/selftest.h"
 #include "trainers/progress_bar.h"
 
 namespace {

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "app/cli.h"
-#include "app/sweep.h"
-#include "app/sweep_report.h"
+#include "sweeps/sweep.h"
+#include "sweeps/sweep_report.h"
 
 namespace qdq::cli {
 
@@ -16,7 +16,7 @@ const char* kSweepHelp =
     "Runs every run of the sweep that has not finished (an interrupted one resumes), then\n"
     "writes results.json and results.md (runs sorted by the sweep's metric; for pipelines also\n"
     "each stage's mean ± std over seeds, with plots) into its results_dir.\n"
-    "The sweep file's format is described in app/sweep.h.\n"
+    "The sweep file's format is described in sweeps/sweep.h.\n"
     "\n"
     "  --parallel N      runs at a time on this machine (overrides the file's \"parallel\")\n"
     "  --slurm FILE      write a Slurm job-array script (one array task per run) and run nothing\n"

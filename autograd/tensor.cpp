@@ -26,11 +26,27 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
                                  shape_str(b.shape()));
 }
 
-void check_cpu(const char* op, std::initializer_list<const Tensor*> tensors) {
-    for (const Tensor* t : tensors)
-        if (t->defined() && t->is_cuda())
-            throw std::runtime_error(std::string(op) + ": an input is on the GPU and another on the CPU; move them to one device");
+namespace {
+
+template <typename Tensors>
+void check_one_device(const char* op, const Tensors& tensors) {
+    const Tensor* first = nullptr;
+    for (const Tensor& t : tensors) {
+        if (!t.defined()) continue;
+        if (!first) first = &t;
+        else if (t.device() != first->device())
+            throw std::runtime_error(std::string(op) + ": inputs on different devices, " + device_name(first->device()) +
+                                     " and " + device_name(t.device()) + "; move them to one device");
+    }
 }
+
+}  // namespace
+
+void check_same_device(const char* op, std::initializer_list<std::reference_wrapper<const Tensor>> tensors) {
+    check_one_device(op, tensors);
+}
+
+void check_same_device(const char* op, const std::vector<Tensor>& tensors) { check_one_device(op, tensors); }
 
 float* grad_data_or_null(const Tensor& t) {
     return t.defined() && t.requires_grad() ? t.grad_buffer().f32() : nullptr;

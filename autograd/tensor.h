@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -97,10 +98,11 @@ Tensor zeros_like(const Tensor& t);
 void check(bool ok, const char* message);
 void check(bool ok, const std::string& message);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
-// An op's CPU path, which every op takes when its first input is on the CPU: "<op>: an input is
-// on the GPU and another on the CPU" when one of `tensors` is on a CUDA device (an undefined
-// one is not); the message is built only then.
-void check_cpu(const char* op, std::initializer_list<const Tensor*> tensors);
+// The inputs an op reads together must be on one device: "<op>: inputs on different devices,
+// cuda and cpu; move them to one device" otherwise. Undefined tensors (an absent bias or mask)
+// are skipped; the message is built only when the check fails.
+void check_same_device(const char* op, std::initializer_list<std::reference_wrapper<const Tensor>> tensors);
+void check_same_device(const char* op, const std::vector<Tensor>& tensors);
 // The float gradient buffer of t when t requires grad (an undefined t does not), else null:
 // backward kernels skip the inputs that need no gradient.
 float* grad_data_or_null(const Tensor& t);

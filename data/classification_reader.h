@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/delimited_file.h"
@@ -84,5 +85,12 @@ ClassificationColumns premise_hypothesis_columns();
 // GLUE SST-2: sentence, label. Its test.tsv has index and sentence only: set labelled = false
 // and columns.id = "index".
 ClassificationOptions sst2_options();
+
+// The presets by data.dataset's names (imdb: imdb_reader.h's JSONL, or aclImdb's folders).
+enum class ClassificationDataset { nli, headerless_nli, sick, rte, sst2, imdb };
+inline constexpr std::pair<const char*, ClassificationDataset> kClassificationDatasetNames[] = {
+    {"nli", ClassificationDataset::nli},   {"headerless_nli", ClassificationDataset::headerless_nli},
+    {"sick", ClassificationDataset::sick}, {"rte", ClassificationDataset::rte},
+    {"sst2", ClassificationDataset::sst2}, {"imdb", ClassificationDataset::imdb}};
 
 }  // namespace qdq

@@ -344,8 +344,6 @@ void validate(onnx::ModelProto& model) {
 
 }  // namespace
 
-const char* qdq_target_name(QdqTarget target) { return name_of_choice(target, kQdqTargetNames); }
-
 std::string onnx_quantizer_name(const std::string& quantizer) {
     for (const std::string prefix : {"bert.encoder.", "bert."})
         if (quantizer.starts_with(prefix)) return quantizer.substr(prefix.size());

@@ -46,7 +46,7 @@
 // Exporting PQ's rounding exactly (a Mul by 127/amax, then QuantizeLinear with scale 1) cost 15%
 // of ONNX Runtime's time at BERT-mini's shape and left the labels as they were, 994 of the main
 // job's 1,000 test reviews the framework's: float rounding elsewhere (matrix products, LayerNorm,
-// GELU) moves codes far more often (app/onnx_fidelity.h shows where).
+// GELU) moves codes far more often (stages/onnx_fidelity.h shows where).
 //
 // Targets: tensorrt — every Q/DQ int8 with zero point 0 (TensorRT takes symmetric int8 only).
 // onnxruntime-cpu — activations uint8 with zero point 128 (the same numbers shifted: q + 128),
@@ -63,24 +63,17 @@
 #include <string>
 #include <utility>
 
-
 #include "autograd/named_tensors.h"
 #include "nn/bert_config.h"
+#include "quant/qdq_target.h"
 
 namespace qdq {
 
 enum class OnnxHead { SequenceClassification, QuestionAnswering };
-enum class QdqTarget { TensorRT, OnnxRuntimeCpu };
-
-// The targets by the names configs and the command line use.
-inline constexpr std::pair<const char*, QdqTarget> kQdqTargetNames[] = {{"tensorrt", QdqTarget::TensorRT},
-                                                                         {"onnxruntime-cpu", QdqTarget::OnnxRuntimeCpu}};
 
 struct OnnxExportOptions {
     QdqTarget target = QdqTarget::TensorRT;
 };
-
-const char* qdq_target_name(QdqTarget target);
 
 // A quantizer's name in the graph, which prefixes its Q/DQ nodes and parameters: the module's
 // state_dict name without "bert.encoder." or "bert." ("layer.3.attention.self.query._input_quantizer";

@@ -1,6 +1,6 @@
 // A copy of an exported model that also returns what every DequantizeLinear computes, so that
 // the framework's fake-quantized tensors can be compared with ONNX Runtime's one by one
-// (app/onnx_fidelity.h). Run it without graph optimizations: ONNX Runtime 1.30 fails to start a
+// (stages/onnx_fidelity.h). Run it without graph optimizations: ONNX Runtime 1.30 fails to start a
 // session that constant-folds a weight's QuantizeLinear whose DequantizeLinear is a graph output.
 #pragma once
 

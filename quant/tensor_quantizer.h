@@ -73,7 +73,7 @@ struct TensorQuantizer {
     Tensor amax;
     std::variant<MaxCalibrator, HistogramCalibrator> calibrator;
     // With keep_output, quantize() keeps its latest fake-quantized result in `kept`: the export's
-    // fidelity report compares it with what ONNX Runtime computes there (app/onnx_fidelity.h).
+    // fidelity report compares it with what ONNX Runtime computes there (stages/onnx_fidelity.h).
     bool keep_output = false;
     Tensor kept;
 

@@ -23,6 +23,6 @@ ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "$(nproc)"
 # is built.
 emulated=${build_dir}-emulated
 cmake -S "$root" -B "$emulated" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQDQ_CUDA=EMULATED
-cmake --build "$emulated" --target test_cuda test_ops_nn test_selftest test_device_run test_training_step
+cmake --build "$emulated" --target test_cuda test_op_table test_selftest test_device_run test_training_step
 ctest --test-dir "$emulated" --output-on-failure --no-tests=error \
-  -R '^(Cuda|OpsNnCuda|Selftest|DeviceRun|TrainingStepOnDevice)\.|^cpu_[a-z0-9_]+\.test_(cuda|selftest)$'
+  -R '^(Cuda|OpTable(/OnDevice)?|Selftest|DeviceRun|TrainingStepOnDevice)\.|^cpu_[a-z0-9_]+\.test_(cuda|op_table|selftest)$'

@@ -6,14 +6,14 @@ quarters of each file. Everything else is kept as written, byte for byte.
 
 Why the histograms can go:
 - The only reader of committed records is the sweep report (`qdqtrain sweep SWEEP.json
-  [--results]`, app/sweep_report.cpp), through results.json's strict reader
-  (pipeline_results_from_json, app/pipeline_results.cpp). From each quantizer it takes the
+  [--results]`, sweeps/sweep_report.cpp), through results.json's strict reader
+  (pipeline_results_from_json, results/pipeline_results.cpp). From each quantizer it takes the
   name, a weight's SQNR, and an activation's ranges by method (max and percentile-99.99 for the
   outlier ratio, the method QAT started from for the SQNR); never the histogram.
 - The strict reader treats an activation's "histogram" as optional (activation_from_json in
-  app/calibration_result.cpp: absent for a quantizer calibrated without one), so a trimmed
+  results/calibration_result.cpp: absent for a quantizer calibrated without one), so a trimmed
   record reads back, and writes back, as the same PipelineResults less the histograms.
-- The histograms' one reader, the calibration report (app/calibration_report.cpp: plots of each
+- The histograms' one reader, the calibration report (report/calibration_report.cpp: plots of each
   histogram with the methods' ranges), runs inside `qdqtrain calibrate` on the result it has
   just computed, in the run's own directory (calibrate/calibration.json keeps them); nothing
   renders a report from a results.json.
@@ -27,7 +27,7 @@ What is kept, and why:
   experiments/README.md quotes the ranges by method (MNLI's FFN outputs: MSE 270-390, entropy
   25-54, percentile 99.9 14-85, SQNR at entropy's ranges).
 - calibration.quantizers itself, whole: its length is the number of quantizers, against which
-  qat_takes_float_set (app/accuracy_budget.cpp) tells a float set from the FP32 model.
+  qat_takes_float_set (stages/accuracy_budget.cpp) tells a float set from the FP32 model.
 - accuracy_budget.float_quantizers (required; the table counts it), summary, costs, metrics,
   checkpoints' names: read, or small.
 - The histograms experiments/README.md quotes, KEEP_HISTOGRAMS below: MNLI's FFN outputs of
@@ -36,7 +36,7 @@ What is kept, and why:
 The file is written back as the project writes JSON (json/json_file.cpp: dump(2) and a newline),
 each number as the file spelt it; a file that would not read back in that form byte for byte is
 left alone and reported. Re-running it changes nothing. A sweep copies each run's whole
-results.json into its results_dir/runs/ as the run finishes (record_run, app/sweep.cpp): run this
+results.json into its results_dir/runs/ as the run finishes (record_run, sweeps/sweep.cpp): run this
 before committing new records.
 
 usage: trim_results.py [--dry-run] [FILE...]   (default: every results_dir/runs/*/results.json)

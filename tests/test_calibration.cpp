@@ -10,13 +10,13 @@
 #include <random>
 #include <tuple>
 
-#include "app/calibrate.h"
-#include "app/calibration_result.h"
-#include "app/svg_plot.h"
 #include "json/json_file.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
+#include "report/svg_plot.h"
+#include "results/calibration_result.h"
+#include "stages/calibrate.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"

@@ -1,4 +1,4 @@
-// What a calibration leaves on disk (app/calibrate.h): the float weights once, in model.h5, and
+// What a calibration leaves on disk (stages/calibrate.h): the float weights once, in model.h5, and
 // each method's quantizer state alone in <method>/ranges.h5, which names ../model.h5 for the rest
 // (trainers/checkpoint.h). The reference a method's file must reproduce is the model calibrate
 // held when it saved that method: its state right after calibrate for the last method, and for
@@ -10,10 +10,10 @@
 #include <fstream>
 #include <set>
 
-#include "app/calibrate.h"
-#include "app/export.h"
 #include "io/hdf5_weights.h"
 #include "qdqbert/calibration.h"
+#include "stages/calibrate.h"
+#include "stages/export.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
@@ -89,7 +89,7 @@ TEST(CalibrationFiles, OneModelAndEachMethodsRangesThatLoadToTheCalibratedModel)
     const std::set<std::string> weights = model_keys((out / "model.h5").string(), &model_bytes);
     EXPECT_EQ(weights.size() + quantizer_keys.size(), calibrated.size());
     for (const std::string& key : quantizer_keys) EXPECT_FALSE(weights.count(key)) << key;
-    EXPECT_TRUE(checkpoint_run_config((out / "model.h5").string())["quantization"].is_null());
+    EXPECT_FALSE(checkpoint_run_config((out / "model.h5").string()).value().quantization);
 
     const auto quantizers = task->model().named_quantizers();
     for (const CalibratedMethod& m : result.methods) {
@@ -144,11 +144,15 @@ TEST(PartialCheckpoint, LoadsOverTheFileItNamesAndFailsNamingBoth) {
     const std::string base = (dir.path() / "model.h5").string();
     fs::create_directories(dir.path() / "max");
     const std::string ranges = (dir.path() / "max" / "ranges.h5").string();
-    save_checkpoint(base, {{{"w", from_vector({2}, {1.0f, 2.0f})}, {"q._amax", full({}, 9.0f)}}, {}, {}, {{"from", "base"}}});
-    save_checkpoint(ranges, {{{"q._amax", full({}, 3.0f)}, {"k._amax", full({}, 4.0f)}}, {}, {}, {{"from", "ranges"}}, "../model.h5"});
+    RunConfig base_config, ranges_config;
+    base_config.model.init = ranges_config.model.init = "model.h5";
+    base_config.training.seed = 1;
+    ranges_config.training.seed = 2;
+    save_checkpoint(base, {{{"w", from_vector({2}, {1.0f, 2.0f})}, {"q._amax", full({}, 9.0f)}}, {}, {}, base_config});
+    save_checkpoint(ranges, {{{"q._amax", full({}, 3.0f)}, {"k._amax", full({}, 4.0f)}}, {}, {}, ranges_config, "../model.h5"});
 
     const Checkpoint whole = load_checkpoint(ranges);
-    EXPECT_EQ(whole.config, (nlohmann::json{{"from", "ranges"}}));
+    EXPECT_EQ(whole.config.training.seed, 2u);
     EXPECT_TRUE(whole.weights.empty());
     ASSERT_EQ(whole.model.size(), 3u);
     EXPECT_EQ(whole.model[0].name, "w");
@@ -161,7 +165,7 @@ TEST(PartialCheckpoint, LoadsOverTheFileItNamesAndFailsNamingBoth) {
     EXPECT_FALSE(nlohmann::json::parse(load_hdf5_config(base)).contains("weights"));  // a whole file as before
 
     // The named file names yet another: refused, not followed (a chain may close into a loop).
-    save_checkpoint(base, {{}, {}, {}, {}, "max/ranges.h5"});
+    save_checkpoint(base, {{}, {}, {}, base_config, "max/ranges.h5"});
     expect_error([&] { load_checkpoint(ranges); }, {ranges, base, "names yet another file"});
     // Not a checkpoint, or missing.
     std::ofstream(base) << "not HDF5";

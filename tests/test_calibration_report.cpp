@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "app/calibration_report.h"
+#include "report/calibration_report.h"
 #include "tests/support/temp_dir.h"
 
 using namespace qdq;

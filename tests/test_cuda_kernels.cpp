@@ -7,9 +7,11 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/gemm.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/tape.h"
+#include "cuda/gemm_contract.h"
 #include "cuda/kernels/calibration.cuh"
 #include "cuda/kernels/cross_entropy.cuh"
 #include "cuda/kernels/dropout.cuh"
@@ -20,8 +22,6 @@
 #include "cuda/kernels/layernorm.cuh"
 #include "cuda/kernels/optimizer.cuh"
 #include "cuda/kernels/softmax.cuh"
-#include "autograd/gemm.h"
-#include "cuda/gemm_contract.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "quant/calibrators.h"

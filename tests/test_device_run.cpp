@@ -13,14 +13,15 @@
 #include <functional>
 #include <string>
 
-#include "app/calibrate.h"
-#include "app/pipeline.h"
 #include "autograd/gemm_bf16.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
 #include "io/hdf5_weights.h"
 #include "nn/heads.h"
+#include "report/pipeline_rows.h"
+#include "stages/calibrate.h"
+#include "stages/pipeline.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/metrics_records.h"

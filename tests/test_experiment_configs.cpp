@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "app/sweep.h"
+#include "sweeps/sweep.h"
 #include "tests/support/data.h"
 #include "trainers/run_config.h"
 

@@ -1,4 +1,4 @@
-// `qdqtrain export` (app/export.h) on the one-layer model of tests/support/tiny_task.h:
+// `qdqtrain export` (stages/export.h) on the one-layer model of tests/support/tiny_task.h:
 // what it writes, and the configs and checkpoints it must refuse, each with the key or quantizer
 // at fault. Needs neither the shared data nor node (tests/test_onnx_tasks.cpp runs exports in
 // ONNX Runtime).
@@ -23,7 +23,7 @@ namespace {
 void save_model(Task& task, const RunFiles& run) {
     Checkpoint c;
     c.model = task.model().state_dict();
-    c.config = run_config_to_json(run.config);
+    c.config = run.config;
     save_checkpoint(run.checkpoint, c);
 }
 
@@ -113,7 +113,7 @@ TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
     Checkpoint encoder;
     for (const NamedTensor& t : make_task(fp32.config, {false, false})->model().state_dict())
         if (!t.name.starts_with("classifier.")) encoder.model.push_back(t);
-    encoder.config = run_config_to_json(fp32.config);
+    encoder.config = fp32.config;
     save_checkpoint(encoder_path, encoder);
     nlohmann::json started = raw;
     started["model"]["init"] = encoder_path;

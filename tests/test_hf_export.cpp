@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "app/hf_export.h"
 #include "autograd/tape.h"
 #include "json/json_file.h"
 #include "nn/heads.h"
 #include "nn/pretrained.h"
+#include "stages/hf_export.h"
 #include "tests/support/temp_dir.h"
 #include "trainers/run_config.h"
 

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <functional>
 
-#include "tests/support/expect_error.h"
 #include "autograd/tape.h"
 #include "data/data_dir.h"
 #include "data/mlm_masking.h"
@@ -18,6 +17,7 @@
 #include "optim/param_groups.h"
 #include "tests/support/data.h"
 #include "tests/support/documents.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "trainers/task.h"
 

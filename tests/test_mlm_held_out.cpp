@@ -8,8 +8,8 @@
 
 #include "data/document_slice.h"
 #include "data/text_corpus.h"
-#include "tests/support/expect_error.h"
 #include "tests/support/documents.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"

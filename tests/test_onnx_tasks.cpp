@@ -1,4 +1,4 @@
-// Trained task models through `qdqtrain export` (app/export.h) and ONNX Runtime, on real
+// Trained task models through `qdqtrain export` (stages/export.h) and ONNX Runtime, on real
 // evaluation data (../shared/data): an IMDB classifier and a SQuAD reader, each a 2-layer,
 // hidden-64 BERT trained briefly from random initialisation, exported float and, after max
 // calibration on training batches, QDQ for both targets. ORT's outputs are compared row by row
@@ -20,7 +20,6 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "app/onnx_fidelity.h"
 #include "autograd/gemm_bf16.h"
 #include "autograd/matmul_precision.h"
 #include "autograd/tape.h"
@@ -33,6 +32,7 @@
 #include "data/squad_reader.h"
 #include "nn/heads.h"
 #include "qdqbert/calibration.h"
+#include "stages/onnx_fidelity.h"
 #include "tests/support/data.h"
 #include "tests/support/run_files.h"
 #include "tests/support/run_qdqtrain.h"
@@ -108,7 +108,7 @@ std::unique_ptr<Task> calibrated_task(const TempDir& dir, const RunFiles& fp32, 
     load_activation_ranges(task->model(), {AmaxMethod::Max});
     Checkpoint c;
     c.model = task->model().state_dict();
-    c.config = run_config_to_json(qdq.config);
+    c.config = qdq.config;
     save_checkpoint(qdq.checkpoint, c);
     return task;
 }
@@ -483,7 +483,7 @@ std::string edited_model(const std::string& in_path, const std::string& out, con
 
 }  // namespace
 
-// The fidelity report (app/onnx_fidelity.h) on the trained IMDB classifier, max-calibrated and
+// The fidelity report (stages/onnx_fidelity.h) on the trained IMDB classifier, max-calibrated and
 // exported for ONNX Runtime: its 40 quantizers are where the export put them, with the very
 // scales, and the codes agree but for float rounding's ties (a handful of elements, one step,
 // amplified by the quantizers after them to at most kMaxSteps); the labels are the framework's.

@@ -1,10 +1,7 @@
-// Elementwise, scalar, reduce and shape ops, each checked two ways:
-//  - its tape gradient against central finite differences (tests/support/gradcheck.h gives
-//    the tolerance's origin);
-//  - its output and input gradients against PyTorch (fixtures/ops_basic.json, written by
-//    fixtures/make_ops_basic.py). rtol 1e-5 allows a few float32 roundings of difference in
-//    order of operations; atol 1e-6 covers results that cancel to near zero.
-// Then bad inputs: each must throw an error that names the op and the shapes involved.
+// Elementwise, scalar, reduce and shape ops: what the op table (tests/op_table.cpp, run on
+// every device against PyTorch, finite differences and the CPU by test_op_table) does not
+// reach: views, zero-dim results, long and parallel inputs against simple loops, and bad inputs,
+// each of which must throw an error that names the op and the shapes involved.
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -14,115 +11,10 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
 
 using namespace qdq;
 using namespace qdq::testing;
-
-namespace {
-
-using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-struct OpCase {
-    const char* name;  // the case in ops_basic.json; its inputs are x0, x1, ...
-    OpFn f;
-};
-
-const std::vector<OpCase>& op_cases() {
-    using V = const std::vector<Tensor>&;
-    static const std::vector<OpCase> cases = {
-        {"add_same", [](V x) { return add(x[0], x[1]); }},
-        {"add_bcast_last", [](V x) { return add(x[0], x[1]); }},
-        {"add_bcast_both", [](V x) { return add(x[0], x[1]); }},
-        {"sub_same", [](V x) { return sub(x[0], x[1]); }},
-        {"sub_bcast", [](V x) { return sub(x[0], x[1]); }},
-        {"sub_bcast_first", [](V x) { return sub(x[0], x[1]); }},
-        {"mul_same", [](V x) { return mul(x[0], x[1]); }},
-        {"mul_bcast_last", [](V x) { return mul(x[0], x[1]); }},
-        {"mul_bcast_both", [](V x) { return mul(x[0], x[1]); }},
-        {"mul_one_element", [](V x) { return mul(x[0], x[1]); }},
-        {"div_same", [](V x) { return div(x[0], x[1]); }},
-        {"div_bcast_divisor", [](V x) { return div(x[0], x[1]); }},
-        {"div_bcast_last", [](V x) { return div(x[0], x[1]); }},
-        {"div_bcast_both", [](V x) { return div(x[0], x[1]); }},
-        {"add_scalar", [](V x) { return add_scalar(x[0], 0.75f); }},
-        {"mul_scalar", [](V x) { return mul_scalar(x[0], -1.5f); }},
-        {"pow_square", [](V x) { return pow_scalar(x[0], 2.0f); }},
-        {"pow_cube", [](V x) { return pow_scalar(x[0], 3.0f); }},
-        {"pow_zero", [](V x) { return pow_scalar(x[0], 0.0f); }},
-        {"pow_sqrt", [](V x) { return pow_scalar(x[0], 0.5f); }},
-        {"pow_negative", [](V x) { return pow_scalar(x[0], -1.5f); }},
-        {"sum_axis0", [](V x) { return sum(x[0], 0); }},
-        {"sum_axis1_keepdim", [](V x) { return sum(x[0], 1, true); }},
-        {"sum_last", [](V x) { return sum(x[0], -1); }},
-        {"mean_axis1", [](V x) { return mean(x[0], 1); }},
-        {"mean_last_keepdim", [](V x) { return mean(x[0], -1, true); }},
-        {"sum_all", [](V x) { return sum_all(x[0]); }},
-        {"mean_all", [](V x) { return mean_all(x[0]); }},
-        {"reshape_infer", [](V x) { return reshape(x[0], {4, -1}); }},
-        {"reshape_flat", [](V x) { return reshape(x[0], {24}); }},
-        {"transpose_outer", [](V x) { return transpose(x[0], 0, 2); }},
-        {"transpose_last2", [](V x) { return transpose(x[0], -1, -2); }},
-        {"permute_4d", [](V x) { return permute(x[0], {2, 0, 3, 1}); }},
-        {"permute_keep_last", [](V x) { return permute(x[0], {1, 0, 2}); }},
-        {"split_heads", [](V x) { return split_heads(x[0], 2); }},
-        {"merge_heads", [](V x) { return merge_heads(x[0]); }},
-        {"slice_middle", [](V x) { return slice(x[0], 1, 1, 3); }},
-        {"slice_first", [](V x) { return slice(x[0], 0, 1, 2); }},
-        {"slice_last", [](V x) { return slice(x[0], -1, 0, 2); }},
-        {"concat_first", [](V x) { return concat(x, 0); }},
-        {"concat_middle", [](V x) { return concat(x, 1); }},
-        {"concat_last", [](V x) { return concat(x, -1); }},
-    };
-    return cases;
-}
-
-const Fixture& ops_fixture() {
-    static const Fixture fixture("ops_basic.json");
-    return fixture;
-}
-
-void PrintTo(const OpCase& op, std::ostream* os) { *os << op.name; }
-
-class OpCaseTest : public ::testing::TestWithParam<OpCase> {};
-
-std::string case_name(const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; }
-
-}  // namespace
-
-// The fixture's inputs keep divisors and the bases of fractional or negative powers at
-// magnitude >= 0.5, so h = 1e-2 never crosses a singularity.
-TEST_P(OpCaseTest, GradientMatchesFiniteDifferences) {
-    const OpCase& op = GetParam();
-    expect_gradients_match_finite_differences(op.f, fixture_inputs(ops_fixture().at(op.name)));
-}
-
-TEST_P(OpCaseTest, OutputAndGradientsMatchPyTorch) {
-    const OpCase& op = GetParam();
-    const nlohmann::json& c = ops_fixture().at(op.name);
-    std::vector<Tensor> inputs = fixture_inputs(c);
-    for (Tensor& x : inputs) x.set_requires_grad();
-    Tensor out = op.f(inputs);
-    expect_close(out, fixture_tensor(c, "out"), 1e-5f, 1e-6f, "out");
-    backward(out, fixture_tensor(c, "w"));
-    for (size_t k = 0; k < inputs.size(); ++k) {
-        std::string grad_name = indexed_name("grad_x", k);
-        ASSERT_TRUE(inputs[k].grad().defined()) << grad_name << " was not computed";
-        expect_close(inputs[k].grad(), fixture_tensor(c, grad_name), 1e-5f, 1e-6f,
-                     grad_name.c_str());
-    }
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, OpCaseTest, ::testing::ValuesIn(op_cases()), case_name);
-
-TEST(OpsFixture, EveryFixtureCaseHasATestCase) {
-    for (const auto& [name, c] : ops_fixture().cases().items()) {
-        bool found = false;
-        for (const OpCase& op : op_cases()) found = found || name == op.name;
-        EXPECT_TRUE(found) << "fixture case " << name << " is not run by any test";
-    }
-}
 
 TEST(OpsShape, ReshapeIsAViewOnTheSameStorage) {
     Tensor a = from_vector({2, 3}, {1, 2, 3, 4, 5, 6});

@@ -1,14 +1,11 @@
-// Neural-network ops: matmul, linear, embedding, gelu, tanh, softmax, log_softmax,
-// cross_entropy, layer_norm, add_layer_norm and dropout.
-//  - Tape gradients against central finite differences (gradcheck.h gives the tolerance).
-//  - Output and input gradients against PyTorch (fixtures/ops_nn.json, written by
-//    fixtures/make_ops_nn.py). The reference is computed in float64 and rounded once, so the
-//    tolerance bounds our float32 error alone: rtol 1e-5 is a few float32 roundings in a
-//    different summation order; atol 1e-6 covers sums of up to 12 products of |x| <= 1 that
-//    cancel to near zero (each product rounds by up to 6e-8).
+// Neural-network ops (matmul, linear, embedding, gelu, tanh, softmax, log_softmax,
+// cross_entropy, layer_norm, add_layer_norm, dropout): what the op table (tests/op_table.cpp,
+// run on every device against PyTorch, finite differences and the CPU by test_op_table) does
+// not reach:
 //  - The exp and erf approximations behind the kernels against std::exp / std::erf in double.
 //  - Dropout by its mask's statistics and determinism (it draws its own random numbers, so
 //    PyTorch cannot serve as a reference).
+//  - Properties no single case shows (thread-count independence, accumulation, edge cases).
 //  - Bad inputs: each throws an error naming what is wrong.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -18,129 +15,14 @@
 #include <functional>
 #include <string>
 
-#include "tests/support/expect_error.h"
 #include "autograd/ops.h"
 #include "autograd/ops/vector_math.h"
 #include "autograd/tape.h"
-#include "cuda/backend.h"
-#include "tests/support/fixture.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
 
 using namespace qdq;
 using namespace qdq::testing;
-
-namespace {
-
-using NnFn = std::function<Tensor(const std::vector<Tensor>&, const nlohmann::json& params)>;
-
-struct NnCase {
-    const char* name;  // the case in ops_nn.json; its inputs are x0, x1, ...
-    NnFn f;
-    float rtol = 1e-5f;
-    float atol = 1e-6f;
-    GradcheckOptions gradcheck = {};
-    // False where the op's gradient is by definition not the derivative (padding_idx: torch
-    // gives the padding row none, though the output reads it); PyTorch's is the reference then.
-    bool gradient_is_derivative = true;
-};
-
-NnFn mm(bool trans_a, bool trans_b) {
-    return [=](const std::vector<Tensor>& x, const nlohmann::json&) {
-        return matmul(x[0], x[1], trans_a, trans_b);
-    };
-}
-
-const std::vector<NnCase>& nn_cases() {
-    using V = const std::vector<Tensor>&;
-    using P = const nlohmann::json&;
-    // layer_norm_eps1e5's rows spread over ±0.05 only (rstd ≈ 35), so h = 1e-2 would be a
-    // third of that spread and the central difference's h²·f''' term would dominate. A step of
-    // 2e-4 makes that term ~1e-4, and float32 rounding of the weighted sum divided by 2h
-    // ~1e-2; gradients here are O(1), so a wrong term still fails by far.
-    const GradcheckOptions narrow_rows{2e-4f, 2e-2f, 2e-2f};
-    static const std::vector<NnCase> cases = {
-        {"matmul_nn", mm(false, false)},
-        {"matmul_nt", mm(false, true)},
-        {"matmul_tn", mm(true, false)},
-        {"matmul_tt", mm(true, true)},
-        {"matmul_attention_scores", mm(false, true)},
-        {"matmul_attention_context", mm(false, false)},
-        {"matmul_shared_b", mm(false, false)},
-        {"matmul_shared_b_nt", mm(false, true)},
-        {"matmul_shared_b_tn", mm(true, false)},
-        {"linear_bias", [](V x, P) { return linear(x[0], x[1], x[2]); }},
-        {"linear_no_bias", [](V x, P) { return linear(x[0], x[1], Tensor()); }},
-        {"embedding", [](V x, P) { return embedding(x[0], x[1]); }},
-        {"embedding_padding_idx", [](V x, P p) { return embedding(x[0], x[1], (int64_t)p.at("padding_idx")); },
-         1e-5f, 1e-6f, {}, false},
-        // Below x ≈ −8.5 PyTorch's float64 gelu (1 + erf, cancelling) returns 0 where the exact
-        // value is < 1e-16: atol covers it, and GeluAndItsDerivativeOnADenseGrid checks that
-        // tail against erfc in relative terms.
-        {"gelu", [](V x, P) { return gelu(x[0]); }},
-        {"tanh", [](V x, P) { return qdq::tanh(x[0]); }},
-        {"softmax_plain", [](V x, P p) { return softmax(x[0], p.at("scale")); }},
-        {"softmax_scaled_padding_mask", [](V x, P p) { return softmax(x[0], p.at("scale"), x[1]); }},
-        {"softmax_causal_mask", [](V x, P p) { return softmax(x[0], p.at("scale"), x[1]); }},
-        {"log_softmax", [](V x, P) { return log_softmax(x[0]); }},
-        {"cross_entropy", [](V x, P) { return cross_entropy(x[0], x[1]); }},
-        {"layer_norm_eps1e12", [](V x, P p) { return layer_norm(x[0], x[1], x[2], p.at("eps")); }},
-        {"layer_norm_eps1e5", [](V x, P p) { return layer_norm(x[0], x[1], x[2], p.at("eps")); },
-         1e-5f, 1e-6f, narrow_rows},
-        {"add_layer_norm",
-         [](V x, P p) { return add_layer_norm(x[0], x[1], x[2], x[3], p.at("eps")); }},
-    };
-    return cases;
-}
-
-const Fixture& nn_fixture() {
-    static const Fixture fixture("ops_nn.json");
-    return fixture;
-}
-
-void PrintTo(const NnCase& op, std::ostream* os) { *os << op.name; }
-
-class OpsNnCase : public ::testing::TestWithParam<NnCase> {};
-
-std::string case_name(const ::testing::TestParamInfo<NnCase>& info) { return info.param.name; }
-
-}  // namespace
-
-// Inputs without a reference gradient (masks, ids, labels) are held constant.
-TEST_P(OpsNnCase, GradientMatchesFiniteDifferences) {
-    const NnCase& op = GetParam();
-    if (!op.gradient_is_derivative) GTEST_SKIP() << op.name << ": its gradient is defined otherwise";
-    const nlohmann::json& c = nn_fixture().at(op.name);
-    expect_case_gradients_match_finite_differences(
-        c, [&](const std::vector<Tensor>& all) { return op.f(all, c.at("params")); }, op.gradcheck);
-}
-
-TEST_P(OpsNnCase, OutputAndGradientsMatchPyTorch) {
-    const NnCase& op = GetParam();
-    const nlohmann::json& c = nn_fixture().at(op.name);
-    std::vector<Tensor> inputs = fixture_inputs(c);
-    for (size_t k = 0; k < inputs.size(); ++k)
-        if (c.contains(indexed_name("grad_x", k))) inputs[k].set_requires_grad();
-    Tensor out = op.f(inputs, c.at("params"));
-    expect_close(out, fixture_tensor(c, "out"), op.rtol, op.atol, "out");
-    backward(out, fixture_tensor(c, "w"));
-    for (size_t k = 0; k < inputs.size(); ++k) {
-        std::string grad_name = indexed_name("grad_x", k);
-        if (!c.contains(grad_name)) continue;
-        ASSERT_TRUE(inputs[k].grad().defined()) << grad_name << " was not computed";
-        expect_close(inputs[k].grad(), fixture_tensor(c, grad_name), op.rtol, op.atol,
-                     grad_name.c_str());
-    }
-}
-
-INSTANTIATE_TEST_SUITE_P(OpsNn, OpsNnCase, ::testing::ValuesIn(nn_cases()), case_name);
-
-TEST(OpsNnFixture, EveryFixtureCaseIsRun) {
-    for (const auto& [name, c] : nn_fixture().cases().items()) {
-        bool found = false;
-        for (const NnCase& op : nn_cases()) found = found || name == op.name;
-        EXPECT_TRUE(found) << "fixture case " << name << " is not run by any test";
-    }
-}
 
 // ---- the vectorizable exp and erf ----------------------------------------------------------
 
@@ -296,14 +178,6 @@ TEST(OpsNnDropout, GradientIsTheMaskTimesTheScale) {
         ASSERT_EQ(vgx[i], vy[i] == 0.0f ? 0.0f : vg[i] * (1.0f / 0.6f)) << "element " << i;
 }
 
-TEST(OpsNnDropout, GradientMatchesFiniteDifferences) {
-    auto f = [](const std::vector<Tensor>& x) {
-        Rng rng(21);  // a fresh generator per call: the same mask every time
-        return dropout(x[0], 0.5f, true, rng);
-    };
-    expect_gradients_match_finite_differences(f, {random_tensor({64}, 8)});
-}
-
 TEST(OpsNnDropout, IsTheIdentityWhenNotTrainingOrPIsZero) {
     Tensor x = random_tensor({16}, 9).set_requires_grad();
     Rng rng(1);
@@ -314,7 +188,7 @@ TEST(OpsNnDropout, IsTheIdentityWhenNotTrainingOrPIsZero) {
     EXPECT_EQ(tape_size(), 0u);
 }
 
-// ---- properties the fixtures do not reach --------------------------------------------------
+// ---- properties no single case shows --------------------------------------------------------
 
 // dγ and dβ sum over rows in fixed blocks, so even their rounding is thread-count independent.
 TEST(OpsNnLayerNorm, GradientsDoNotDependOnTheThreadCount) {
@@ -429,39 +303,4 @@ TEST(OpsNnErrors, DropoutProbability) {
     for (float p : {1.0f, -0.1f, 1.5f})
         expect_error([&] { dropout(x, p, true, rng); }, {"dropout", "[0, 1)"});
     expect_error([&] { dropout(x, 1.0f, false, rng); }, {"dropout", "[0, 1)"});
-}
-
-// ---- CUDA: matmul and linear route to cuBLAS ------------------------------------------------
-
-TEST(OpsNnCuda, MatmulAndLinearMatchTheCpu) {
-    if (cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
-    struct Product {
-        Shape a, b;
-        bool ta, tb;
-    };
-    for (const Product& p : {Product{{2, 3, 5, 4}, {2, 3, 5, 4}, false, true},
-                             Product{{3, 6, 4}, {6, 5}, true, false},
-                             Product{{2, 4, 6}, {5, 6}, false, true}}) {
-        Tensor a = random_tensor(p.a, 1), b = random_tensor(p.b, 2);
-        auto run = [&](Device device) {
-            Tensor da = a.to(device).set_requires_grad(), db = b.to(device).set_requires_grad();
-            Tensor y = matmul(da, db, p.ta, p.tb);
-            backward(y, random_tensor(y.shape(), 3).to(device));
-            return std::vector<Tensor>{y.detach().to(Device::CPU), da.grad().to(Device::CPU),
-                                       db.grad().to(Device::CPU)};
-        };
-        std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
-        for (size_t k = 0; k < cpu.size(); ++k) expect_close(gpu[k], cpu[k], 1e-5f, 1e-5f, "matmul");
-    }
-    Tensor x = random_tensor({2, 3, 8}, 4), w = random_tensor({5, 8}, 5), bias = random_tensor({5}, 6);
-    auto run = [&](Device device) {
-        Tensor dx = x.to(device).set_requires_grad(), dw = w.to(device).set_requires_grad(),
-               db = bias.to(device).set_requires_grad();
-        Tensor y = linear(dx, dw, db);
-        backward(y, random_tensor(y.shape(), 7).to(device));
-        return std::vector<Tensor>{y.detach().to(Device::CPU), dx.grad().to(Device::CPU),
-                                   dw.grad().to(Device::CPU), db.grad().to(Device::CPU)};
-    };
-    std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
-    for (size_t k = 0; k < cpu.size(); ++k) expect_close(gpu[k], cpu[k], 1e-5f, 1e-5f, "linear");
 }

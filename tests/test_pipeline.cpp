@@ -11,13 +11,14 @@
 #include <map>
 #include <regex>
 
-#include "app/accuracy_budget.h"
-#include "app/pipeline.h"
-#include "app/pipeline_results.h"
 #include "io/hdf5_weights.h"
 #include "json/json_file.h"
 #include "nn/heads.h"
 #include "onnx/onnx_runtime.h"
+#include "report/pipeline_rows.h"
+#include "results/pipeline_results.h"
+#include "stages/accuracy_budget.h"
+#include "stages/pipeline.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
@@ -86,7 +87,7 @@ std::vector<std::string> names_in(const fs::path& dir) {
     return names;
 }
 
-// Each stage's folder holds what app/pipeline.h and the README say, and nothing more: a
+// Each stage's folder holds what stages/pipeline.h and the README say, and nothing more: a
 // training stage its log, config, model and metrics, its checkpoints gone (save_total_limit
 // unset); the calibration the float model once and each method's ranges beside it.
 void expect_stage_folders_as_documented(const fs::path& out) {
@@ -355,9 +356,9 @@ TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     EXPECT_NEAR(b.loss, 100 * (b.validation_fp32->values.at("accuracy") - b.validation->values.at("accuracy")), 1e-9);
     // The sweep ranked on the first half: its baseline is the entropy model there.
     const std::string entropy = find_method(calibration, "entropy")->checkpoint;
-    nlohmann::json swept = checkpoint_run_config(entropy);
-    swept["model"]["init"] = entropy;
-    std::unique_ptr<Task> ranking = make_task(parse_run_config(swept, "entropy.json", "."), {.train = false});
+    RunConfig swept = checkpoint_run_config(entropy).value();
+    swept.model.init = entropy;
+    std::unique_ptr<Task> ranking = make_task(swept, {.train = false});
     ranking->select_eval_set(EvalSplit::ValidationRanking);
     const nlohmann::json first_half = ranking->evaluate(config.training.per_device_eval_batch_size);
     EXPECT_EQ(first_half["eval_examples"], 8);

@@ -25,10 +25,10 @@
 #include <functional>
 #include <string>
 
-#include "tests/support/expect_error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "quant/fake_quant.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/quant_fixture_params.h"

@@ -18,8 +18,8 @@
 #include <functional>
 #include <string>
 
-#include "tests/support/expect_error.h"
 #include "quant/calibrators.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
 

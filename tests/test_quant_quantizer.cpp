@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/support/expect_error.h"
 #include "autograd/tape.h"
 #include "quant/fake_quant.h"
 #include "quant/tensor_quantizer.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
 
 using namespace qdq;

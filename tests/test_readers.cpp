@@ -6,11 +6,11 @@
 
 #include <functional>
 
-#include "tests/support/expect_error.h"
 #include "data/classification_reader.h"
 #include "data/delimited_file.h"
 #include "data/imdb_reader.h"
 #include "data/squad_reader.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 
 namespace qdq {

@@ -10,11 +10,12 @@
 #include <limits>
 #include <string>
 
-#include "app/accuracy_budget.h"
-#include "app/calibration_result.h"
-#include "app/pipeline_report.h"
-#include "app/pipeline_results.h"
 #include "json/json_file.h"
+#include "report/pipeline_report.h"
+#include "report/pipeline_rows.h"
+#include "results/calibration_result.h"
+#include "results/pipeline_results.h"
+#include "stages/accuracy_budget.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 
@@ -61,7 +62,9 @@ OnnxStage onnx_evaluations() {
 
 PipelineResults pipeline_results() {
     PipelineResults r;
-    r.config = {{"training", {{"seed", 3}, {"output_dir", "run"}}}};
+    r.config.model.init = "model.h5";
+    r.config.training.seed = 3;
+    r.config.training.output_dir = "run";
     r.fp32 = classification_metrics(0.875);
     r.calibration = two_method_calibration();
     r.qat_from = "max";
@@ -288,7 +291,7 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
     const std::string path = (dir.path() / "results.json").string();
     write_json_file(path, pipeline_results_to_json(written));
     const PipelineResults read = pipeline_results_from_json(read_json_file(path), path);
-    EXPECT_EQ(read.config, written.config);
+    EXPECT_EQ(run_config_to_json(read.config), run_config_to_json(written.config));
     EXPECT_EQ(read.qat, written.qat);
     EXPECT_EQ(read.qat_validation, written.qat_validation);
     EXPECT_FALSE(read.fp32_validation);
@@ -336,8 +339,8 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
 
     // The precision the rows ran in, from the run's config as results.json keeps it.
     EXPECT_EQ(precision_sentence(read.config), "Every framework row ran its matrix products in FP32.");
-    nlohmann::json bf16_config = read.config;
-    bf16_config["training"]["bf16"] = true;
+    RunConfig bf16_config = read.config;
+    bf16_config.training.bf16 = true;
     const std::string bf16_sentence = precision_sentence(bf16_config);
     EXPECT_EQ(bf16_sentence.rfind("Training ran its matrix products in bf16", 0), 0u) << bf16_sentence;
     EXPECT_NE(bf16_sentence.find("every quantized row was scored with FP32 products"), std::string::npos);

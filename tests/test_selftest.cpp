@@ -1,4 +1,4 @@
-// qdqtrain selftest (app/selftest.h) as a user with a GPU runs it. Built against the emulated
+// qdqtrain selftest (stages/selftest.h) as a user with a GPU runs it. Built against the emulated
 // device (QDQ_CUDA=EMULATED: the kernels on the host) it must find every kernel in agreement
 // with the CPU, which checks the self-test's own plumbing (buffers, copies, comparisons) where
 // no GPU is; against no device it must say so and exit 77.
@@ -7,8 +7,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "app/selftest.h"
 #include "cuda/backend.h"
+#include "stages/selftest.h"
 
 using namespace qdq;
 

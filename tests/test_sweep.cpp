@@ -9,10 +9,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "app/pipeline_results.h"
-#include "app/sweep.h"
-#include "app/sweep_report.h"
 #include "json/json_file.h"
+#include "results/pipeline_results.h"
+#include "sweeps/sweep.h"
+#include "sweeps/sweep_report.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 
@@ -224,7 +224,8 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     for (size_t r = 0; r < 4; ++r) {
         const std::string run = sweep.runs[r].dir;
         PipelineResults results;
-        results.config = {{"training", {{"seed", sweep.runs[r].values["training.seed"]}}}};
+        results.config.model.init = "model.h5";
+        results.config.training.seed = sweep.runs[r].values["training.seed"].get<uint64_t>();
         results.fp32 = accuracy(table[r][0]);
         results.calibration.metric = "accuracy";
         results.calibration.fp32 = results.fp32;
@@ -289,7 +290,8 @@ TEST(Sweep, PipelineReportGivesEachQuantizersOutlierRatioAndSqnrOverTheRuns) {
     for (size_t r = 0; r < 2; ++r) {
         const std::string run = sweep.runs[r].dir;
         PipelineResults results;
-        results.config = {{"training", {{"seed", sweep.runs[r].values["training.seed"]}}}};
+        results.config.model.init = "model.h5";
+        results.config.training.seed = sweep.runs[r].values["training.seed"].get<uint64_t>();
         results.fp32 = {{{"accuracy", 0.8}}, {}};
         results.calibration.metric = "accuracy";
         results.calibration.fp32 = results.fp32;

@@ -110,7 +110,7 @@ TEST(RunConfigTokenizer, DoLowerCaseFromTokenizerConfig) {
     dir.write("cased/tokenizer_config.json", R"({"do_lower_case": false, "model_max_length": 512})");
     const std::string cased = (dir.path() / "cased").string();
     const auto lower_case = [&](const nlohmann::json& data) {
-        return parse_run_config(config_with(dir, cased, data), "run.json", ".").data.do_lower_case;
+        return parse_run_config(config_with(dir, cased, data), "run.json", ".").data.do_lower_case.value();
     };
     EXPECT_FALSE(lower_case(nlohmann::json::object()));
     EXPECT_TRUE(lower_case({{"do_lower_case", true}}));

@@ -217,7 +217,8 @@ TEST(Checkpoint, RoundTripIsExactAndReplacesAtomically) {
     c.state.data_rng = Rng(5).state;
     c.state.best_metric = 0.875;
     c.state.best_checkpoint = "checkpoint-10.h5";
-    c.config = {{"training", {{"seed", 1}}}};
+    c.config.model.init = "model.h5";
+    c.config.training.seed = 1;
     std::string path = dir + "/" + checkpoint_name(17);
     save_checkpoint(path, c);
     EXPECT_FALSE(fs::exists(path + ".tmp"));
@@ -232,7 +233,7 @@ TEST(Checkpoint, RoundTripIsExactAndReplacesAtomically) {
     EXPECT_EQ(back.state.dropout_rng, rng.state);
     EXPECT_EQ(back.state.data_rng, Rng(5).state);
     EXPECT_EQ(back.state.best_metric, 0.875);
-    EXPECT_EQ(back.config, c.config);
+    EXPECT_EQ(run_config_to_json(back.config), run_config_to_json(c.config));
 
     // A later save over the same name replaces it whole.
     c.state.step = 18;

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "app/training_curves.h"
+#include "report/training_curves.h"
 #include "tests/support/temp_dir.h"
 
 namespace qdq {

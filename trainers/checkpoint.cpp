@@ -91,7 +91,7 @@ Checkpoint read_checkpoint_file(const std::string& path) {
     } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(path + ": damaged trainer state: " + e.what());
     }
-    c.config = meta.at("config");
+    c.config = run_config_from_json(meta.at("config"), path);
     c.weights = weights_field(meta, path);
     for (NamedTensor& t : file.tensors) {
         if (t.name.starts_with(kModel)) c.model.push_back({t.name.substr(6), t.tensor});
@@ -109,7 +109,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& c, Hdf5Storage s
     for (const NamedTensor& t : c.optimizer) tensors.push_back({kOptimizer + t.name, t.tensor});
     nlohmann::json meta = {{"format", kFormat},
                            {"trainer_state", state_to_json(c.state)},
-                           {"config", c.config}};
+                           {"config", run_config_to_json(c.config)}};
     // Only where there is another file: a whole checkpoint's metadata stays as it always was.
     if (!c.weights.empty()) meta["weights"] = c.weights;
     std::string tmp = path + ".tmp";
@@ -141,9 +141,10 @@ Checkpoint load_checkpoint(const std::string& path) {
     return c;
 }
 
-nlohmann::json checkpoint_run_config(const std::string& path) {
+std::optional<RunConfig> checkpoint_run_config(const std::string& path) {
     const nlohmann::json meta = checkpoint_meta(path);
-    return meta.is_null() ? nullptr : meta.at("config");
+    if (meta.is_null()) return std::nullopt;
+    return run_config_from_json(meta.at("config"), path);
 }
 
 std::string checkpoint_weights_file(const std::string& path) {
@@ -164,7 +165,7 @@ SplitState split_quantizer_state(const nn::Module& model) {
 }
 
 nn::LoadReport read_model_weights(nn::Module& model, const std::string& path) {
-    if (!checkpoint_run_config(path).is_null()) return nn::load_state_dict(model, load_checkpoint(path).model, path);
+    if (!checkpoint_meta(path).is_null()) return nn::load_state_dict(model, load_checkpoint(path).model, path);
     return nn::load_pretrained_weights(model, path);
 }
 

@@ -6,7 +6,7 @@
 //
 // A checkpoint may hold only part of the model and name the file that holds the rest ("weights"
 // in the metadata): each calibration method's ranges over the float weights that every method
-// shares, which would otherwise be stored once per method (app/calibrate.h).
+// shares, which would otherwise be stored once per method (stages/calibrate.h).
 #pragma once
 
 #include <array>
@@ -22,6 +22,7 @@
 #include "autograd/named_tensors.h"
 #include "nn/module.h"
 #include "nn/state_dict.h"
+#include "trainers/run_config.h"
 
 namespace qdq {
 
@@ -57,7 +58,7 @@ struct Checkpoint {
     NamedTensors model;
     NamedTensors optimizer;
     TrainerState state;
-    nlohmann::json config;  // the resolved run config
+    RunConfig config;  // the run config that wrote it, as resolved then
     // The file holding the rest of the model's state, relative to this file's directory; empty
     // when this file holds all of it. That file must hold all of its own.
     std::string weights{};
@@ -76,8 +77,8 @@ Checkpoint load_checkpoint(const std::string& path);
 void load_model_weights(nn::Module& model, const std::string& path);
 // load_model_weights without the report on stderr: the keys the file lacked or held beyond the model.
 nn::LoadReport read_model_weights(nn::Module& model, const std::string& path);
-// The "config" of a checkpoint's metadata; null for any other file.
-nlohmann::json checkpoint_run_config(const std::string& path);
+// The run config a checkpoint's metadata holds; none for any other file.
+std::optional<RunConfig> checkpoint_run_config(const std::string& path);
 // The file that holds the rest of the checkpoint's model ("weights", resolved against the
 // checkpoint's directory); empty when the checkpoint holds all of it.
 std::string checkpoint_weights_file(const std::string& path);

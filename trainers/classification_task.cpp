@@ -20,18 +20,20 @@ namespace qdq {
 
 namespace {
 
-ClassificationOptions preset_options(const std::string& dataset) {
-    if (dataset == "nli") return nli_options();
-    if (dataset == "headerless_nli") return headerless_nli_options();
-    if (dataset == "sick") return sick_options();
-    if (dataset == "rte") return rte_options();
-    if (dataset == "sst2") return sst2_options();
-    if (dataset == "imdb") return imdb_jsonl_options();
-    throw std::runtime_error("data.dataset: unknown classification preset '" + dataset + "'");
+ClassificationOptions preset_options(ClassificationDataset dataset) {
+    switch (dataset) {
+    case ClassificationDataset::nli: return nli_options();
+    case ClassificationDataset::headerless_nli: return headerless_nli_options();
+    case ClassificationDataset::sick: return sick_options();
+    case ClassificationDataset::rte: return rte_options();
+    case ClassificationDataset::sst2: return sst2_options();
+    case ClassificationDataset::imdb: return imdb_jsonl_options();
+    }
+    throw std::logic_error("preset_options: unknown dataset");
 }
 
-ClassificationData read_examples(const std::string& dataset, const std::string& path, bool labelled) {
-    if (dataset == "imdb") return read_imdb(path, labelled);
+ClassificationData read_examples(ClassificationDataset dataset, const std::string& path, bool labelled) {
+    if (dataset == ClassificationDataset::imdb) return read_imdb(path, labelled);
     ClassificationOptions options = preset_options(dataset);
     options.labelled = labelled;
     return read_classification(path, options);
@@ -182,7 +184,7 @@ public:
     }
 
 private:
-    static nn::BertConfig with_labels(nn::BertConfig c, const std::string& dataset) {
+    static nn::BertConfig with_labels(nn::BertConfig c, ClassificationDataset dataset) {
         c.num_labels = (int)preset_options(dataset).label_names.size();
         return c;
     }

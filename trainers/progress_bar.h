@@ -1,6 +1,6 @@
 // A progress bar on stderr, redrawn in place, for the loops a user waits on: training steps
 // (trainers/run_log.h), evaluation batches (trainers/task.h run_eval_model, the masked-LM
-// task's) and calibration batches (app/calibrate.h). Bars are off unless the application turns
+// task's) and calibration batches (stages/calibrate.h). Bars are off unless the application turns
 // them on, which it does when stderr is a terminal, on rank 0 of a run, as
 // transformers.utils.logging.disable_progress_bar switches tqdm for a whole process: tests,
 // logs and pipes see the plain lines alone.

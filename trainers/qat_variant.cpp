@@ -35,6 +35,12 @@ std::string refusal(const std::string& key) {
            "pipeline.qat_* keys only (the FP32 model and the calibration are shared)";
 }
 
+bool variant_sets(const QatVariant& variant, const std::string& prefix) {
+    for (const auto& [key, value] : variant.settings.items())
+        if (key.rfind(prefix, 0) == 0) return true;
+    return false;
+}
+
 }  // namespace
 
 std::vector<QatVariant> parse_qat_variants(const nlohmann::json& section, const std::string& source) {
@@ -63,13 +69,29 @@ nlohmann::json qat_variants_to_json(const std::vector<QatVariant>& variants) {
 
 RunConfig qat_variant_config(const RunConfig& config, const QatVariant& variant) {
     const std::string what = config.source + ": pipeline.qat_variants." + variant.name;
-    nlohmann::json raw = config.raw;
-    if (raw.contains("pipeline") && raw["pipeline"].is_object()) raw["pipeline"].erase("qat_variants");
-    // The quantization section as resolved, every descriptor key written out: a variant that
-    // sets quantization.input.learn_step_size changes that key, not the input's other defaults.
-    if (config.quantization) raw["quantization"] = quantization_config_to_json(*config.quantization);
-    for (const auto& [key, value] : variant.settings.items()) set_config_key(raw, key, value, what);
-    return parse_run_config(raw, what, config.base_dir);
+    // The sections a variant may set (refusal() above), as the run has them: every key written
+    // out, so that a variant setting quantization.input.learn_step_size changes that key and not
+    // the input's other settings.
+    nlohmann::json sections = {{"training", training_settings_to_json(config.training)},
+                               {"pipeline", pipeline_settings_to_json(config.pipeline)},
+                               {"distillation", config.distillation ? distillation_settings_to_json(*config.distillation)
+                                                                    : nlohmann::json::object()}};
+    if (config.quantization) sections["quantization"] = quantization_config_to_json(*config.quantization);
+    sections["pipeline"].erase("qat_variants");
+    for (const auto& [key, value] : variant.settings.items()) set_config_key(sections, key, value, what);
+
+    RunConfig out = config;
+    out.source = what;
+    out.training = training_settings_from_json(sections["training"], what);
+    out.pipeline = pipeline_settings_from_json(sections["pipeline"], what);
+    if (sections.contains("quantization")) out.quantization = quantization_config_from_json(sections["quantization"], what);
+    if (config.distillation || variant_sets(variant, "distillation.")) {
+        out.distillation = distillation_settings_from_json(sections["distillation"], what);
+        // A teacher the variant names is relative to the config file that is run.
+        if (!config.distillation || out.distillation->teacher != config.distillation->teacher)
+            resolve_teacher(*out.distillation, config.base_dir, what);
+    }
+    return out;
 }
 
 }  // namespace qdq

@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "json/json_file.h"
-#include "qdqbert/qdq_placement.h"
 
 namespace qdq {
 
@@ -13,36 +12,44 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Keys that may change between a run and its resumption: where and how often it reports, the
-// device, and where the data files sit (compared by file name, so a run moves between machines).
-const char* kFreeTrainingKeys[] = {"output_dir", "logging_steps", "eval_steps", "save_steps",
-                                   "save_total_limit", "per_device_eval_batch_size", "load_best_model_at_end",
-                                   "metric_for_best_model", "greater_is_better", "ddp_bucket_cap_mb",
-                                   "use_cpu", "report_to", "logging_dir"};
-
-nlohmann::json comparable(nlohmann::json config) {
-    for (const char* key : kFreeTrainingKeys) config["training"].erase(key);
-    // Keys older runs lack, as those runs had them.
-    if (!config["training"].contains("bf16")) config["training"]["bf16"] = false;
-    if (!config["training"].contains("gradient_accumulation_steps")) config["training"]["gradient_accumulation_steps"] = 1;
-    nlohmann::json& data = config["data"];
-    data.erase("data_dir");
-    data.erase("eval_files");
-    data.erase("max_eval_examples");
-    for (auto& f : data["train_files"]) f = fs::path(f.get<std::string>()).filename().string();
-    data["vocab"] = fs::path(data["vocab"].get<std::string>()).filename().string();
-    config["model"].erase("init");  // the checkpoint's weights replace it
-    config.erase("pipeline");       // what happens after this run
-    // Older runs saved the quantization section as the config gave it: compared as read.
-    if (config.contains("quantization"))
-        config["quantization"] = quantization_config_to_json(quantization_config_from_json(config["quantization"], "checkpoint"));
-    return config;
+// The run a config describes, without what may change between a run and its resumption: where
+// and how often it reports, the device, and where the data files sit (compared by file name, so
+// a run moves between machines); model.init, which the checkpoint's weights replace; and the
+// pipeline's settings, what happens after this run.
+RunConfig comparable(RunConfig c) {
+    const TrainingSettings defaults;
+    TrainingSettings& t = c.training;
+    t.output_dir = defaults.output_dir;
+    t.logging_steps = defaults.logging_steps;
+    t.eval_steps = defaults.eval_steps;
+    t.save_steps = defaults.save_steps;
+    t.save_total_limit = defaults.save_total_limit;
+    t.per_device_eval_batch_size = defaults.per_device_eval_batch_size;
+    t.load_best_model_at_end = defaults.load_best_model_at_end;
+    t.metric_for_best_model = defaults.metric_for_best_model;
+    t.greater_is_better = defaults.greater_is_better;
+    t.ddp_bucket_cap_mb = defaults.ddp_bucket_cap_mb;
+    t.use_cpu = defaults.use_cpu;
+    t.report_to = defaults.report_to;
+    t.logging_dir = defaults.logging_dir;
+    DataSettings& d = c.data;
+    d.data_dir.clear();
+    d.eval_files.clear();
+    d.eval_sets.clear();
+    d.max_eval_examples = DataSettings{}.max_eval_examples;
+    for (std::string& f : d.train_files) f = fs::path(f).filename().string();
+    d.vocab = fs::path(d.vocab).filename().string();
+    c.model.init.clear();
+    c.pipeline = PipelineSettings{};
+    return c;
 }
 
 }  // namespace
 
-void check_resumable(const nlohmann::json& saved, const nlohmann::json& current, const std::string& checkpoint) {
-    nlohmann::json diff = nlohmann::json::diff(comparable(saved), comparable(current));
+void check_resumable(const RunConfig& saved, const RunConfig& current, const std::string& checkpoint) {
+    // Compared as the configs are written, so that the error names the first key that differs.
+    const nlohmann::json diff =
+        nlohmann::json::diff(run_config_to_json(comparable(saved)), run_config_to_json(comparable(current)));
     if (diff.empty()) return;
     std::string where = diff[0].value("path", "?");
     throw std::runtime_error(checkpoint + ": was written by a run with a different config (" + where +
@@ -68,11 +75,11 @@ std::optional<ReadableCheckpoint> newest_readable_checkpoint(const std::string& 
     return std::nullopt;
 }
 
-std::optional<nlohmann::json> finished_run_metrics(const std::string& dir, const nlohmann::json& resolved) {
+std::optional<nlohmann::json> finished_run_metrics(const std::string& dir, const RunConfig& resolved) {
     const std::string config = dir + "/config.json", results = dir + "/eval_results.json";
     if (!fs::exists(dir + "/model.h5") || !fs::exists(results) || !fs::exists(config)) return std::nullopt;
     try {
-        check_resumable(read_json_file(config), resolved, config);
+        check_resumable(run_config_from_json(read_json_file(config), config), resolved, config);
     } catch (const std::runtime_error&) {
         return std::nullopt;  // another run's results: train() says why when it resumes or starts
     }

@@ -15,7 +15,7 @@ namespace qdq {
 // Throws, naming `checkpoint` and the first key that differs, unless the config a checkpoint
 // saved (`saved`) and this run's resolved config (`current`) describe the same run: they may
 // differ only in where and how often it reports, the device, and where the data files sit.
-void check_resumable(const nlohmann::json& saved, const nlohmann::json& current, const std::string& checkpoint);
+void check_resumable(const RunConfig& saved, const RunConfig& current, const std::string& checkpoint);
 
 struct ReadableCheckpoint {
     std::string path;
@@ -30,6 +30,6 @@ std::optional<ReadableCheckpoint> newest_readable_checkpoint(const std::string& 
 
 // The final metrics of a run that already finished in `dir` (model.h5, eval_results.json and a
 // config.json of the same run as `resolved`), so that running it again changes nothing.
-std::optional<nlohmann::json> finished_run_metrics(const std::string& dir, const nlohmann::json& resolved);
+std::optional<nlohmann::json> finished_run_metrics(const std::string& dir, const RunConfig& resolved);
 
 }  // namespace qdq

@@ -2,20 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <set>
 #include <stdexcept>
 
-#include "data/data_dir.h"
 #include "data/document_slice.h"
-#include "data/tokenizer.h"
 #include "json/json_fields.h"
-#include "json/json_file.h"
+#include "qdqbert/calibration.h"
 #include "trainers/qat_variant.h"
 
 namespace qdq {
-
-namespace fs = std::filesystem;
 
 void set_config_key(nlohmann::json& raw, const std::string& key, const nlohmann::json& value, const std::string& what) {
     nlohmann::json* node = &raw;
@@ -37,40 +31,8 @@ void set_config_key(nlohmann::json& raw, const std::string& key, const nlohmann:
 
 namespace {
 
-std::string resolve(const std::string& base, const std::string& path) {
-    if (path.empty() || fs::path(path).is_absolute()) return path;
-    return (fs::path(base) / path).lexically_normal().string();
-}
-
-void apply_override(nlohmann::json& raw, const std::string& assignment, const std::string& source) {
-    size_t eq = assignment.find('=');
-    if (eq == std::string::npos || eq == 0)
-        throw std::runtime_error("--set expects key=value, got '" + assignment + "'");
-    std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-    if (value.is_discarded()) value = text;  // a bare word is a string
-    set_config_key(raw, key, value, source + ": --set " + key);
-}
-
 void check_positive(const JsonFields& f, const char* key, double v) {
     if (!(v > 0)) f.fail(key, "must be positive");
-}
-
-// One list of corpus files: resolved against data_dir, each checked to exist (its document
-// slice, data/document_slice.h, parsed and removed for the check; slices are mlm's only).
-void resolve_files(const JsonFields& data, const char* key, const DataSettings& d, std::vector<std::string>& files) {
-    for (std::string& f : files) {
-        f = resolve(d.data_dir, f);
-        DocumentSlice slice;
-        try {
-            slice = parse_document_slice(f);
-        } catch (const std::invalid_argument& e) {
-            data.fail(key, e.what());
-        }
-        if (!slice.whole_file() && d.task != "mlm")
-            data.fail(key, "a [begin:end] slice of documents is for data.task mlm: " + f);
-        if (!fs::exists(slice.path)) data.fail(key, "names a missing file: " + slice.path);
-    }
 }
 
 // data.eval_files as {"name": files, ...}: named evaluation sets, as Hugging Face's dict of
@@ -82,7 +44,7 @@ void read_eval_sets(JsonFields& data, DataSettings& d) {
         data.read("eval_files", d.eval_files);
         return;
     }
-    if (d.task != "mlm") data.fail("eval_files", "named evaluation sets ({\"name\": files}) are for data.task mlm");
+    if (d.task != TaskKind::mlm) data.fail("eval_files", "named evaluation sets ({\"name\": files}) are for data.task mlm");
     if (value.empty()) data.fail("eval_files", "names no evaluation set");
     JsonFields sets(value, data.path_of("eval_files"), data.source());
     for (const auto& [name, files] : value.items()) {
@@ -94,43 +56,54 @@ void read_eval_sets(JsonFields& data, DataSettings& d) {
     }
 }
 
-// data.vocab names the tokenizer's files (data/tokenizer.h: a vocab.txt, a vocab.json or a Hugging
-// Face directory), checked here. Unset, it is model.init's directory when model.init is one, as
-// AutoTokenizer.from_pretrained(dir) reads it, else the default. A directory's
-// tokenizer_config.json gives do_lower_case (WordPiece's only) unless data sets it.
-void resolve_tokenizer(const JsonFields& data, DataSettings& d, const std::string& model_init) {
-    const bool from_init = !data.has("vocab") && !model_init.empty() && fs::is_directory(model_init);
-    d.vocab = from_init ? model_init : resolve(d.data_dir, d.vocab);
-    if (!fs::exists(d.vocab)) data.fail("vocab", "names a missing file: " + d.vocab);
-    TokenizerFiles files;
-    try {
-        files = tokenizer_files(d.vocab);
-    } catch (const std::runtime_error& e) {
-        data.fail("vocab", (from_init ? "is unset, so the tokenizer is model.init's directory: "
-                                      : "names no tokenizer: ") + std::string(e.what()));
+// A [begin:end] slice of a corpus file's documents (data/document_slice.h) is mlm's alone.
+void check_slices(const JsonFields& data, const char* key, TaskKind task, const std::vector<std::string>& files) {
+    for (const std::string& f : files) {
+        DocumentSlice slice;
+        try {
+            slice = parse_document_slice(f);
+        } catch (const std::invalid_argument& e) {
+            data.fail(key, e.what());
+        }
+        if (!slice.whole_file() && task != TaskKind::mlm)
+            data.fail(key, "a [begin:end] slice of documents is for data.task mlm: " + f);
     }
-    if (files.kind != TokenizerKind::WordPiece || files.config.empty() || data.has("do_lower_case")) return;
-    const nlohmann::json tokenizer_config = read_json_file(files.config);
-    JsonFields(tokenizer_config, "", files.config).read("do_lower_case", d.do_lower_case);
 }
 
-DataSettings parse_data_settings(const nlohmann::json& section, const std::string& source,
-                                 const std::string& model_init) {
+void read_optional_bool(JsonFields& f, const nlohmann::json& section, const char* key, std::optional<bool>& out) {
+    if (!f.has(key) || section.at(key).is_null()) {
+        f.ignore(key);
+        return;
+    }
+    bool value = false;
+    f.read(key, value);
+    out = value;
+}
+
+void check_data_settings(const JsonFields& data, const DataSettings& d) {
+    check_slices(data, "train_files", d.task, d.train_files);
+    check_slices(data, "eval_files", d.task, d.eval_files);
+    for (const EvalSet& set : d.eval_sets) check_slices(data, "eval_files", d.task, set.files);
+    if (d.max_seq_length < 8) data.fail("max_seq_length", "must be at least 8");
+    if (d.task == TaskKind::squad && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
+        data.fail("doc_stride", "must be in (0, max_seq_length)");
+    if (d.squad_eval_fraction < 0 || d.squad_eval_fraction >= 1) data.fail("squad_eval_fraction", "must be in [0, 1)");
+    if (!(d.validation_fraction >= 0 && d.validation_fraction < 1)) data.fail("validation_fraction", "must be in [0, 1)");
+    if (d.mlm_probability <= 0 || d.mlm_probability >= 1) data.fail("mlm_probability", "must be in (0, 1)");
+}
+
+DataSettings data_settings_from_json(const nlohmann::json& section, const std::string& source) {
     JsonFields data(section, "data", source);
     DataSettings d;
-    data.read("task", d.task);
-    if (d.task != "classification" && d.task != "squad" && d.task != "mlm")
-        data.fail("task", "must be classification, squad or mlm, got '" + d.task + "'");
-    data.read("dataset", d.dataset);
-    static const std::set<std::string> presets = {"nli", "headerless_nli", "sick", "rte", "sst2", "imdb"};
-    if (d.task == "classification" && !presets.count(d.dataset))
-        data.fail("dataset", "must be one of nli, headerless_nli, sick, rte, sst2, imdb; got '" + d.dataset + "'");
-    d.data_dir = data_dir();
+    data.read_choice("task", d.task, kTaskKindNames);
+    // The reader preset is classification's; other tasks read their own formats.
+    if (d.task == TaskKind::classification) data.read_choice("dataset", d.dataset, kClassificationDatasetNames);
+    else data.ignore("dataset");
     data.read("data_dir", d.data_dir);
     data.read("train_files", d.train_files);
     read_eval_sets(data, d);
     data.read("vocab", d.vocab);
-    data.read("do_lower_case", d.do_lower_case);
+    read_optional_bool(data, section, "do_lower_case", d.do_lower_case);
     data.read("max_seq_length", d.max_seq_length);
     data.read("doc_stride", d.doc_stride);
     data.read("max_train_examples", d.max_train_examples);
@@ -141,36 +114,22 @@ DataSettings parse_data_settings(const nlohmann::json& section, const std::strin
     data.read("validation_seed", d.validation_seed);
     data.read("mlm_probability", d.mlm_probability);
     data.finish();
-    resolve_files(data, "train_files", d, d.train_files);
-    resolve_files(data, "eval_files", d, d.eval_files);
-    for (EvalSet& set : d.eval_sets) resolve_files(data, "eval_files", d, set.files);
-    resolve_tokenizer(data, d, model_init);
-    if (d.max_seq_length < 8) data.fail("max_seq_length", "must be at least 8");
-    if (d.task == "squad" && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
-        data.fail("doc_stride", "must be in (0, max_seq_length)");
-    if (d.squad_eval_fraction < 0 || d.squad_eval_fraction >= 1) data.fail("squad_eval_fraction", "must be in [0, 1)");
-    if (!(d.validation_fraction >= 0 && d.validation_fraction < 1)) data.fail("validation_fraction", "must be in [0, 1)");
-    if (d.mlm_probability <= 0 || d.mlm_probability >= 1) data.fail("mlm_probability", "must be in (0, 1)");
+    check_data_settings(data, d);
     return d;
 }
 
-ModelSettings parse_model_settings(const nlohmann::json& section, const std::string& source, const std::string& base_dir) {
+ModelSettings model_settings_from_json(const nlohmann::json& section, const std::string& source) {
     JsonFields model(section, "model", source);
     ModelSettings m;
     nlohmann::json config;
     model.read("config", config);
-    if (config.is_string()) {
-        const std::string path = resolve(base_dir, config.get<std::string>());
-        m.config = nn::bert_config_from_json(read_json_file(path), path);
-    } else if (config.is_object()) {
-        m.config = nn::bert_config_from_json(config, source, "model.config");
-    } else if (!config.is_null()) {
-        model.fail("config", "must be a path or an object");
-    }
+    if (config.is_string()) m.config_file = config.get<std::string>();
+    else if (config.is_object()) m.config = nn::bert_config_from_json(config, source, "model.config");
+    else if (!config.is_null()) model.fail("config", "must be a path or an object");
     model.read("init", m.init);
-    m.init = resolve(base_dir, m.init);
     model.finish();
-    if (!m.config && m.init.empty()) throw std::runtime_error(source + ": 'model' needs a config or an init checkpoint");
+    if (!m.config && m.config_file.empty() && m.init.empty())
+        throw std::runtime_error(source + ": 'model' needs a config or an init checkpoint");
     return m;
 }
 
@@ -216,7 +175,9 @@ std::vector<ReportTo> parse_report_to(JsonFields& training) {
     return report_to;
 }
 
-TrainingSettings parse_training_settings(const nlohmann::json& section, const std::string& source) {
+}  // namespace
+
+TrainingSettings training_settings_from_json(const nlohmann::json& section, const std::string& source) {
     JsonFields training(section, "training", source);
     TrainingSettings t;
     training.read("output_dir", t.output_dir);
@@ -257,14 +218,45 @@ TrainingSettings parse_training_settings(const nlohmann::json& section, const st
     return t;
 }
 
-PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const std::string& source) {
+namespace {
+
+// "best", or one of calibrate's rows by name.
+std::optional<CalibrationMethod> calibration_choice(const JsonFields& pipeline, const std::string& name) {
+    if (name == "best") return std::nullopt;
+    std::string names = "best";
+    for (const CalibrationMethod& m : standard_calibration_methods()) {
+        if (calibration_method_name(m) == name) return m;
+        names += ", " + calibration_method_name(m);
+    }
+    pipeline.fail("calibration", "must be one of " + names + "; got '" + name + "'");
+}
+
+void read_accuracy_budget(JsonFields& pipeline, const nlohmann::json& section, PipelineSettings& p) {
+    if (!pipeline.has("accuracy_budget") || section.at("accuracy_budget").is_null()) {
+        pipeline.ignore("accuracy_budget");
+        return;
+    }
+    double budget = 0;
+    pipeline.read("accuracy_budget", budget);
+    if (!(budget >= 0) || !std::isfinite(budget)) pipeline.fail("accuracy_budget", "must be a number of points >= 0");
+    p.accuracy_budget = budget;
+    if (p.sensitivity == Sensitivity::none)
+        pipeline.fail("accuracy_budget", "leaves quantizers in float by calibrate's sensitivity sweep: "
+                                         "pipeline.sensitivity must be layers or quantizers");
+}
+
+}  // namespace
+
+PipelineSettings pipeline_settings_from_json(const nlohmann::json& section, const std::string& source) {
     JsonFields pipeline(section, "pipeline", source);
     PipelineSettings p;
     pipeline.read("qat_learning_rate_ratio", p.qat_learning_rate_ratio);
     if (!(p.qat_learning_rate_ratio > 0)) pipeline.fail("qat_learning_rate_ratio", "must be positive");
     pipeline.read("qat_num_train_epochs", p.qat_num_train_epochs);
     if (p.qat_num_train_epochs < 0) pipeline.fail("qat_num_train_epochs", "must not be negative");
-    pipeline.read("calibration", p.calibration);
+    std::string calibration = "best";
+    pipeline.read("calibration", calibration);
+    p.calibration = calibration_choice(pipeline, calibration);
     pipeline.read_choice("onnx_target", p.onnx_target, kQdqTargetNames);
     pipeline.read("onnx", p.onnx);
     pipeline.read("onnx_threads", p.onnx_threads);
@@ -276,23 +268,12 @@ PipelineSettings parse_pipeline_settings(const nlohmann::json& section, const st
         pipeline.ignore("qat_variants");
         p.qat_variants = parse_qat_variants(section.at("qat_variants"), source);
     }
-    if (pipeline.has("accuracy_budget") && !section.at("accuracy_budget").is_null()) {
-        double budget = 0;
-        pipeline.read("accuracy_budget", budget);
-        if (!(budget >= 0) || !std::isfinite(budget)) pipeline.fail("accuracy_budget", "must be a number of points >= 0");
-        p.accuracy_budget = budget;
-        if (p.sensitivity == Sensitivity::none)
-            pipeline.fail("accuracy_budget", "leaves quantizers in float by calibrate's sensitivity sweep: "
-                                             "pipeline.sensitivity must be layers or quantizers");
-    } else {
-        pipeline.ignore("accuracy_budget");
-    }
+    read_accuracy_budget(pipeline, section, p);
     pipeline.finish();
     return p;
 }
 
-DistillationSettings parse_distillation_settings(const nlohmann::json& section, const std::string& source,
-                                                const std::string& base_dir) {
+DistillationSettings distillation_settings_from_json(const nlohmann::json& section, const std::string& source) {
     JsonFields distillation(section, "distillation", source);
     DistillationSettings d;
     distillation.read("teacher", d.teacher);
@@ -303,36 +284,27 @@ DistillationSettings parse_distillation_settings(const nlohmann::json& section, 
     // refuses to start (trainers/distillation.h teacher_model_config).
     if (section.contains("teacher") && d.teacher.empty())
         distillation.fail("teacher", "must name the teacher's model file (or be left out: the pipeline's FP32 model)");
-    if (!d.teacher.empty()) {
-        d.teacher = fs::absolute(resolve(base_dir, d.teacher)).lexically_normal().string();
-        if (!fs::exists(d.teacher)) distillation.fail("teacher", "names a missing file: " + d.teacher);
-    }
     if (!(d.temperature > 0) || !std::isfinite(d.temperature)) distillation.fail("temperature", "must be positive");
     if (!(d.alpha >= 0 && d.alpha <= 1)) distillation.fail("alpha", "must be in [0, 1]");
     return d;
 }
 
-}  // namespace
-
-RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source, const std::string& base_dir) {
+RunConfig run_config_from_json(const nlohmann::json& json, const std::string& source) {
     RunConfig c;
     c.source = source;
-    JsonFields root(raw, "", source);
-    c.model = parse_model_settings(root.section("model"), source, base_dir);
-    c.data = parse_data_settings(root.section("data"), source, c.model.init);
-    c.training = parse_training_settings(root.section("training"), source);
+    JsonFields root(json, "", source);
+    c.model = model_settings_from_json(root.section("model"), source);
+    c.data = data_settings_from_json(root.section("data"), source);
+    c.training = training_settings_from_json(root.section("training"), source);
     if (root.has("quantization")) c.quantization = quantization_config_from_json(root.section("quantization"), source);
     if (root.has("distillation")) {
         // Masked-LM logits cover the masked positions only, over the vocabulary: distilling them
         // is another design (which positions, whose vocabulary), not this one.
-        if (c.data.task == "mlm") root.fail("distillation", "is for data.task classification and squad, not mlm");
-        c.distillation = parse_distillation_settings(root.section("distillation"), source, base_dir);
+        if (c.data.task == TaskKind::mlm) root.fail("distillation", "is for data.task classification and squad, not mlm");
+        c.distillation = distillation_settings_from_json(root.section("distillation"), source);
     }
-    c.pipeline = parse_pipeline_settings(root.section("pipeline"), source);
+    c.pipeline = pipeline_settings_from_json(root.section("pipeline"), source);
     root.finish();
-    c.raw = raw;
-    c.base_dir = base_dir;
-    for (const QatVariant& v : c.pipeline.qat_variants) qat_variant_config(c, v);  // errors now, not after FP32
     return c;
 }
 
@@ -340,38 +312,8 @@ ScheduleOptions schedule_options(const TrainingSettings& t, int64_t total_steps)
     return {t.lr_scheduler_type, t.learning_rate, t.warmup_steps, t.warmup_ratio, total_steps};
 }
 
-namespace {
-
-// The file's JSON over its "base" file's, recursively (see run_config.h).
-nlohmann::json read_with_base(const std::string& path, int depth) {
-    nlohmann::json raw = read_json_file(path);
-    if (!raw.is_object() || !raw.contains("base")) return raw;
-    if (!raw["base"].is_string()) throw std::runtime_error(path + ": 'base' must be the path of a config file");
-    if (depth >= 8) throw std::runtime_error(path + ": 'base' chain deeper than 8 files (a cycle?)");
-    const fs::path folder = fs::path(path).parent_path();
-    nlohmann::json merged = read_with_base((folder / raw["base"].get<std::string>()).string(), depth + 1);
-    // The base's model and teacher paths are relative to the base's own folder: fixed here,
-    // before this file's folder would be taken for them.
-    const fs::path base_folder = (folder / raw["base"].get<std::string>()).parent_path();
-    const std::pair<const char*, const char*> paths[] = {{"model", "config"}, {"model", "init"}, {"distillation", "teacher"}};
-    for (const auto& [section, key] : paths) {
-        if (!merged.contains(section) || !merged[section].is_object() || !merged[section].contains(key)) continue;
-        nlohmann::json& value = merged[section][key];
-        if (value.is_string() && !value.get<std::string>().empty() && fs::path(value.get<std::string>()).is_relative())
-            value = fs::absolute(base_folder / value.get<std::string>()).lexically_normal().string();
-    }
-    raw.erase("base");
-    merged.merge_patch(raw);
-    return merged;
-}
-
-}  // namespace
-
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
-    nlohmann::json raw = read_with_base(path, 0);
-    for (const std::string& o : overrides) apply_override(raw, o, path);
-    std::string base = fs::path(path).parent_path().string();
-    return parse_run_config(raw, path, base.empty() ? "." : base);
+std::string calibration_choice_name(const std::optional<CalibrationMethod>& calibration) {
+    return calibration ? calibration_method_name(*calibration) : "best";
 }
 
 namespace {
@@ -389,59 +331,81 @@ nlohmann::json eval_files_json(const DataSettings& d) {
     return sets;
 }
 
-}  // namespace
+nlohmann::json model_settings_to_json(const ModelSettings& m) {
+    nlohmann::json config;
+    if (m.config) config = nn::bert_config_to_json(*m.config);
+    else if (!m.config_file.empty()) config = m.config_file;
+    return {{"config", config}, {"init", m.init}};
+}
 
-nlohmann::json run_config_to_json(const RunConfig& c) {
-    const DataSettings& d = c.data;
-    const TrainingSettings& t = c.training;
-    nlohmann::json j = {
-        {"model", {{"config", c.model.config ? nn::bert_config_to_json(*c.model.config) : nlohmann::json()},
-                   {"init", c.model.init}}},
-        {"data",
-         {{"task", d.task}, {"dataset", d.dataset}, {"train_files", d.train_files},
-          {"eval_files", eval_files_json(d)}, {"data_dir", d.data_dir}, {"vocab", d.vocab},
-          {"do_lower_case", d.do_lower_case}, {"max_seq_length", d.max_seq_length},
-          {"doc_stride", d.doc_stride}, {"max_train_examples", d.max_train_examples},
-          {"max_eval_examples", d.max_eval_examples}, {"squad_eval_fraction", d.squad_eval_fraction},
-          {"squad_split_seed", d.squad_split_seed}, {"mlm_probability", d.mlm_probability}}},
-        {"training",
-         {{"output_dir", t.output_dir}, {"seed", t.seed},
-          {"per_device_train_batch_size", t.per_device_train_batch_size},
-          {"per_device_eval_batch_size", t.per_device_eval_batch_size},
-          {"gradient_accumulation_steps", t.gradient_accumulation_steps},
-          {"num_train_epochs", t.num_train_epochs}, {"max_steps", t.max_steps},
-          {"learning_rate", t.learning_rate}, {"weight_decay", t.weight_decay},
-          {"adam_beta1", t.adam_beta1}, {"adam_beta2", t.adam_beta2}, {"adam_epsilon", t.adam_epsilon},
-          {"max_grad_norm", t.max_grad_norm}, {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
-          {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
-          {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
-          {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
-          {"load_best_model_at_end", t.load_best_model_at_end},
-          {"metric_for_best_model", t.metric_for_best_model},
-          {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
-          {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}}}};
-    if (t.greater_is_better) j["training"]["greater_is_better"] = *t.greater_is_better;
+nlohmann::json data_settings_to_json(const DataSettings& d) {
+    nlohmann::json j = {{"task", name_of_choice(d.task, kTaskKindNames)},
+                        {"dataset", name_of_choice(d.dataset, kClassificationDatasetNames)},
+                        {"train_files", d.train_files}, {"eval_files", eval_files_json(d)},
+                        {"data_dir", d.data_dir}, {"vocab", d.vocab},
+                        {"do_lower_case", d.do_lower_case ? nlohmann::json(*d.do_lower_case) : nlohmann::json()},
+                        {"max_seq_length", d.max_seq_length}, {"doc_stride", d.doc_stride},
+                        {"max_train_examples", d.max_train_examples}, {"max_eval_examples", d.max_eval_examples},
+                        {"squad_eval_fraction", d.squad_eval_fraction}, {"squad_split_seed", d.squad_split_seed},
+                        {"mlm_probability", d.mlm_probability}};
     // Only when used: the configs of runs without a validation split stay as they were.
     if (d.validation_fraction > 0) {
-        j["data"]["validation_fraction"] = d.validation_fraction;
-        j["data"]["validation_seed"] = d.validation_seed;
+        j["validation_fraction"] = d.validation_fraction;
+        j["validation_seed"] = d.validation_seed;
     }
+    return j;
+}
+
+}  // namespace
+
+nlohmann::json training_settings_to_json(const TrainingSettings& t) {
+    nlohmann::json j = {
+        {"output_dir", t.output_dir}, {"seed", t.seed},
+        {"per_device_train_batch_size", t.per_device_train_batch_size},
+        {"per_device_eval_batch_size", t.per_device_eval_batch_size},
+        {"gradient_accumulation_steps", t.gradient_accumulation_steps},
+        {"num_train_epochs", t.num_train_epochs}, {"max_steps", t.max_steps},
+        {"learning_rate", t.learning_rate}, {"weight_decay", t.weight_decay},
+        {"adam_beta1", t.adam_beta1}, {"adam_beta2", t.adam_beta2}, {"adam_epsilon", t.adam_epsilon},
+        {"max_grad_norm", t.max_grad_norm}, {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
+        {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
+        {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
+        {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
+        {"load_best_model_at_end", t.load_best_model_at_end},
+        {"metric_for_best_model", t.metric_for_best_model},
+        {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
+        {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}};
+    if (t.greater_is_better) j["greater_is_better"] = *t.greater_is_better;
+    return j;
+}
+
+nlohmann::json pipeline_settings_to_json(const PipelineSettings& p) {
+    nlohmann::json j = {{"qat_learning_rate_ratio", p.qat_learning_rate_ratio},
+                        {"qat_num_train_epochs", p.qat_num_train_epochs},
+                        {"calibration", calibration_choice_name(p.calibration)},
+                        {"onnx_target", qdq_target_name(p.onnx_target)},
+                        {"onnx", p.onnx},
+                        {"onnx_threads", p.onnx_threads},
+                        {"sensitivity", name_of_choice(p.sensitivity, kSensitivityNames)},
+                        {"validation_fraction", p.validation_fraction},
+                        {"accuracy_budget", p.accuracy_budget ? nlohmann::json(*p.accuracy_budget) : nlohmann::json()}};
+    if (!p.qat_variants.empty()) j["qat_variants"] = qat_variants_to_json(p.qat_variants);
+    return j;
+}
+
+nlohmann::json distillation_settings_to_json(const DistillationSettings& d) {
+    nlohmann::json j = {{"temperature", d.temperature}, {"alpha", d.alpha}};
+    if (!d.teacher.empty()) j["teacher"] = d.teacher;
+    return j;
+}
+
+nlohmann::json run_config_to_json(const RunConfig& c) {
+    nlohmann::json j = {{"model", model_settings_to_json(c.model)},
+                        {"data", data_settings_to_json(c.data)},
+                        {"training", training_settings_to_json(c.training)}};
     if (c.quantization) j["quantization"] = quantization_config_to_json(*c.quantization);
-    if (c.distillation) {
-        j["distillation"] = {{"temperature", c.distillation->temperature}, {"alpha", c.distillation->alpha}};
-        if (!c.distillation->teacher.empty()) j["distillation"]["teacher"] = c.distillation->teacher;
-    }
-    const PipelineSettings& p = c.pipeline;
-    j["pipeline"] = {{"qat_learning_rate_ratio", p.qat_learning_rate_ratio},
-                     {"qat_num_train_epochs", p.qat_num_train_epochs},
-                     {"calibration", p.calibration},
-                     {"onnx_target", qdq_target_name(p.onnx_target)},
-                     {"onnx", p.onnx},
-                     {"onnx_threads", p.onnx_threads},
-                     {"sensitivity", name_of_choice(p.sensitivity, kSensitivityNames)},
-                     {"validation_fraction", p.validation_fraction},
-                     {"accuracy_budget", p.accuracy_budget ? nlohmann::json(*p.accuracy_budget) : nlohmann::json()}};
-    if (!p.qat_variants.empty()) j["pipeline"]["qat_variants"] = qat_variants_to_json(p.qat_variants);
+    if (c.distillation) j["distillation"] = distillation_settings_to_json(*c.distillation);
+    j["pipeline"] = pipeline_settings_to_json(c.pipeline);
     return j;
 }
 

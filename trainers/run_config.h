@@ -42,9 +42,9 @@
 //               made on that validation set and eval_files, the test set, is only reported; 0
 //               chooses on the test set as before), accuracy_budget (points the PTQ model may
 //               lose; beyond them the most sensitive quantizers stay in float, for QAT and the
-//               export too: app/accuracy_budget.h), qat_variants (more QAT runs from the same
+//               export too: stages/accuracy_budget.h), qat_variants (more QAT runs from the same
 //               calibrated model, each named and setting training, quantization or
-//               distillation keys: trainers/qat_variant.h) — app/pipeline.h
+//               distillation keys: trainers/qat_variant.h) — stages/pipeline.h
 // "base": a config file (path relative to this one) whose keys this file overrides, key by key
 // as a JSON merge patch (RFC 7386: objects merge, other values replace, null removes a key). A
 // QAT config is its FP32 config plus a quantization section and a few training keys.
@@ -73,16 +73,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/classification_reader.h"
 #include "nn/bert_config.h"
-#include "onnx/onnx_export.h"
 #include "optim/schedule.h"
 #include "qdqbert/qdq_placement.h"
+#include "quant/qdq_target.h"
+#include "trainers/task_kind.h"
 
 namespace qdq {
 
 struct ModelSettings {
     std::optional<nn::BertConfig> config;  // model.config, inline or from its file; absent: model.init's
-    std::string init;                      // resolved path, or empty
+    std::string config_file;               // model.config as a path: resolve() reads it into config
+    std::string init;                      // a path (resolved by resolve()), or empty
 };
 
 // One named evaluation set: data.eval_files given as {"name": files, ...}.
@@ -91,14 +94,18 @@ struct EvalSet {
     std::vector<std::string> files;  // resolved paths
 };
 
+// data.vocab when neither the config nor model.init names a tokenizer.
+inline constexpr const char* kDefaultVocab = "vocab/bert-base-uncased-vocab.txt";
+
+// Paths as the config writes them until resolve(), which joins them to data_dir and checks them.
 struct DataSettings {
-    std::string task = "classification";
-    std::string dataset = "nli";
-    std::vector<std::string> train_files, eval_files;  // resolved paths
-    std::vector<EvalSet> eval_sets;                    // mlm: eval_files as named sets, eval_files empty
-    std::string data_dir;                              // resolved
-    std::string vocab = "vocab/bert-base-uncased-vocab.txt";  // resolved: a file or a directory (data/tokenizer.h)
-    bool do_lower_case = true;
+    TaskKind task = TaskKind::classification;
+    ClassificationDataset dataset = ClassificationDataset::nli;  // classification's reader preset
+    std::vector<std::string> train_files, eval_files;
+    std::vector<EvalSet> eval_sets;  // mlm: eval_files as named sets, eval_files empty
+    std::string data_dir;            // empty: data/data_dir.h's, set by resolve()
+    std::string vocab;               // a file or a directory (data/tokenizer.h); empty: see resolve()
+    std::optional<bool> do_lower_case;  // WordPiece only; unset: the tokenizer's directory says, else true
     int max_seq_length = 128;
     int doc_stride = 128;
     int64_t max_train_examples = -1;  // -1: all
@@ -143,7 +150,7 @@ struct TrainingSettings {
     // Hugging Face's save_total_limit: the newest checkpoints kept (the best one too with
     // load_best_model_at_end, and the newest always while training, which resumes from it);
     // when set, a finished run keeps that many beside model.h5 (0: none). Unset: 2 while
-    // training and after; a pipeline's stages then keep none (app/pipeline.h).
+    // training and after; a pipeline's stages then keep none (stages/pipeline.h).
     std::optional<int64_t> save_total_limit;
     bool load_best_model_at_end = false;
     std::string metric_for_best_model;  // default: the task's main metric
@@ -184,7 +191,9 @@ struct QatVariant {
 struct PipelineSettings {
     double qat_learning_rate_ratio = 0.1;
     double qat_num_train_epochs = 0;  // 0: as the FP32 run
-    std::string calibration = "best";
+    // The method QAT starts from, one of calibrate's rows (qdqbert/calibration.h); none: "best",
+    // the one that scores highest.
+    std::optional<CalibrationMethod> calibration;
     QdqTarget onnx_target = QdqTarget::OnnxRuntimeCpu;
     bool onnx = true;
     int onnx_threads = 0;
@@ -193,7 +202,7 @@ struct PipelineSettings {
     // the best checkpoint and calibration are chosen; the test set (eval_files) is only reported.
     double validation_fraction = 0.1;
     // Points of the task's metric the quantized model may lose against FP32 before quantizers
-    // are left in float (app/accuracy_budget.h); none: every quantizer stays.
+    // are left in float (stages/accuracy_budget.h); none: every quantizer stays.
     std::optional<double> accuracy_budget;
     std::vector<QatVariant> qat_variants;
 };
@@ -212,25 +221,47 @@ struct RunConfig {
     std::optional<QuantizationConfig> quantization;
     std::optional<DistillationSettings> distillation;
     PipelineSettings pipeline;
-    std::string source;           // the file it came from
-    // The JSON it was parsed from (base files merged, overrides applied) and the folder its
-    // relative paths are resolved against: a QAT variant's config is this JSON with its keys set.
-    nlohmann::json raw;
-    std::string base_dir;
+    std::string source;    // the file it came from, for errors
+    std::string base_dir;  // the folder its relative model paths were resolved against (resolve())
 };
 
-// Sets `key` ("section.name", nested as deep as its dots) in a config's raw JSON, creating the
+// Sets `key` ("section.name", nested as deep as its dots) in a config's JSON, creating the
 // objects on the way; `what` names the setting in errors.
-void set_config_key(nlohmann::json& raw, const std::string& key, const nlohmann::json& value, const std::string& what);
+void set_config_key(nlohmann::json& json, const std::string& key, const nlohmann::json& value, const std::string& what);
 
-// Applies each "dotted.key=value" override (value parsed as JSON, else taken as a string)
-// to the raw JSON before it is read, so overrides are checked like the file itself.
+// The config's JSON as types, every key and value checked, touching no file: a checkpoint's or
+// a results file's config parses here although its data files are elsewhere. Paths stay as
+// written. Errors name `source` and the dotted key.
+RunConfig run_config_from_json(const nlohmann::json& json, const std::string& source);
+// Paths made usable and checked against the file system, once, after run_config_from_json:
+// model paths and distillation.teacher against `base_dir` (the config file's folder), data
+// files against data.data_dir; model.config's file read; the tokenizer found (data.vocab, else
+// model.init's directory, else kDefaultVocab) and do_lower_case settled; each QAT variant's
+// config checked. Errors name the config and the key.
+void resolve(RunConfig& config, const std::string& base_dir);
+// run_config_from_json, then resolve.
+RunConfig parse_run_config(const nlohmann::json& json, const std::string& source, const std::string& base_dir);
+// The file with its "base" files merged and each "dotted.key=value" override applied (value
+// parsed as JSON, else taken as a string) before it is read, so overrides are checked like the
+// file itself; then parse_run_config against the file's folder.
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
-RunConfig parse_run_config(const nlohmann::json& raw, const std::string& source,
-                           const std::string& base_dir);
 
-// The resolved config, as written into the output directory.
+// The config as run_config_from_json reads it back: every key written, paths as they stand.
 nlohmann::json run_config_to_json(const RunConfig& config);
+
+// The parts a QAT variant sets (trainers/qat_variant.h), each as run_config_to_json writes it
+// and run_config_from_json reads it.
+nlohmann::json training_settings_to_json(const TrainingSettings& training);
+TrainingSettings training_settings_from_json(const nlohmann::json& section, const std::string& source);
+nlohmann::json pipeline_settings_to_json(const PipelineSettings& pipeline);
+PipelineSettings pipeline_settings_from_json(const nlohmann::json& section, const std::string& source);
+nlohmann::json distillation_settings_to_json(const DistillationSettings& distillation);
+DistillationSettings distillation_settings_from_json(const nlohmann::json& section, const std::string& source);
+// distillation.teacher made absolute against `base_dir` and checked to exist.
+void resolve_teacher(DistillationSettings& distillation, const std::string& base_dir, const std::string& source);
+
+// The name pipeline.calibration is written as: "best" or the method's.
+std::string calibration_choice_name(const std::optional<CalibrationMethod>& calibration);
 
 // The learning-rate schedule of a run of `total_steps` updates.
 ScheduleOptions schedule_options(const TrainingSettings& training, int64_t total_steps);

@@ -15,8 +15,10 @@
 namespace qdq {
 
 nn::BertConfig model_file_config(const std::string& path) {
-    nlohmann::json run = checkpoint_run_config(path);
-    if (!run.is_null()) return nn::bert_config_from_json(run.at("model").at("config"), path);
+    if (const std::optional<RunConfig> run = checkpoint_run_config(path)) {
+        if (!run->model.config) throw std::runtime_error(path + ": its run config has no model.config");
+        return *run->model.config;
+    }
     return nn::load_pretrained_config(path);
 }
 
@@ -29,14 +31,15 @@ nn::BertConfig task_model_config(const RunConfig& config) {
     return c;
 }
 
-nlohmann::json saved_run_config(const RunConfig& config, const Task& task) {
-    nlohmann::json j = run_config_to_json(config);
-    j["model"]["config"] = nn::bert_config_to_json(task.model_config());
-    return j;
+RunConfig saved_run_config(const RunConfig& config, const Task& task) {
+    RunConfig saved = config;
+    saved.model.config = task.model_config();
+    saved.model.config_file.clear();
+    return saved;
 }
 
 Tokenizer task_tokenizer(const RunConfig& config) {
-    return load_tokenizer(config.data.vocab, config.data.do_lower_case);
+    return load_tokenizer(config.data.vocab, config.data.do_lower_case.value_or(true));
 }
 
 void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data) {
@@ -142,10 +145,11 @@ ValidationHalves validation_halves(const std::vector<size_t>& validation, uint64
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
     if (data.on_run_device) check_device_support(config);  // before any data is read
     std::unique_ptr<Task> task;
-    if (config.data.task == "classification") task = make_classification_task(config, data);
-    else if (config.data.task == "squad") task = make_squad_task(config, data);
-    else if (config.data.task == "mlm") task = make_mlm_task(config, data);
-    else throw std::runtime_error(config.source + ": data.task: unknown task '" + config.data.task + "'");
+    switch (config.data.task) {
+    case TaskKind::classification: task = make_classification_task(config, data); break;
+    case TaskKind::squad: task = make_squad_task(config, data); break;
+    case TaskKind::mlm: task = make_mlm_task(config, data); break;
+    }
     if (data.on_run_device) place_on_run_device(task->model(), config);
     return task;
 }

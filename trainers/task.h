@@ -78,7 +78,7 @@ public:
     // time. Keys are the metric names ("accuracy", "exact_match", "f1", "eval_loss", ...).
     virtual nlohmann::json evaluate(int64_t batch_size) = 0;
     // evaluate() in two halves, so that another runtime can run the model between them
-    // (app/onnx_evaluation.h): the evaluation set as model inputs, eval_batches' batches
+    // (stages/onnx_evaluation.h): the evaluation set as model inputs, eval_batches' batches
     // each padded to its longest feature, and the metrics of the outputs for those batches, in
     // the same order. evaluate() is score() of model()'s outputs. Masked-LM, which has no
     // exported form, throws.
@@ -120,10 +120,10 @@ nn::BertConfig task_model_config(const RunConfig& config);
 // GPU cannot run yet.
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
 
-// The run config as checkpoints and config.json keep it: run_config_to_json with model.config
+// The run config as checkpoints and config.json keep it: this run's, with model.config
 // set to the model the task built, so that a run starting from the checkpoint finds the model's
 // shape there even when this run took it from its own model.init.
-nlohmann::json saved_run_config(const RunConfig& config, const Task& task);
+RunConfig saved_run_config(const RunConfig& config, const Task& task);
 
 // The pieces every task shares.
 // The run's tokenizer: data.vocab's files (WordPiece or byte-level BPE, data/tokenizer.h), with

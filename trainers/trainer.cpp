@@ -128,7 +128,7 @@ struct Run {
     std::optional<GradReducer> reducer{};  // with more than one rank
     TrainerState state{};
     std::string out_dir{}, metric{};
-    nlohmann::json resolved{};  // the config as saved in every checkpoint
+    RunConfig resolved{};  // the config as saved in every checkpoint
     double start = 0;         // now_seconds() less the training time of earlier runs
     int64_t last_saved = 0, last_evaluated = -1;
     nlohmann::json last_metrics{};
@@ -344,7 +344,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     if (root) {
         for (const auto& entry : fs::directory_iterator(r.out_dir))  // left by a run killed mid-write
             if (entry.path().extension() == ".tmp") fs::remove(entry.path());
-        write_json_file(r.out_dir + "/config.json", r.resolved);
+        write_json_file(r.out_dir + "/config.json", run_config_to_json(r.resolved));
     }
     RunLog log(root ? r.out_dir + "/metrics.jsonl" : "", r.state.step, total_steps, events_dir(t));
     if (r.state.step > 0)

@@ -166,7 +166,6 @@ Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& labels, int32_t ig
 // The device path of softmax_kl_div (cuda/kernels/cross_entropy.cuh), the rows' mean here in
 // double and row order as on the CPU; the loss is a scalar on the GPU.
 Tensor softmax_kl_div_cuda(const Tensor& student, const Tensor& teacher, float inv_t) {
-    check(teacher.is_cuda(), "softmax_kl_div: the student's logits are on the GPU, so the teacher's must be too");
     const int64_t rows = student.size(0), C = student.size(1);
     Tensor losses = empty({rows}, DType::F32, Device::CUDA), stats = empty({rows, 4}, DType::F32, Device::CUDA);
     cuda::kl_div_rows_forward(losses.f32(), stats.f32(), student.f32(), teacher.f32(), inv_t, rows, C);
@@ -270,9 +269,9 @@ Tensor softmax_kl_div(const Tensor& student, const Tensor& teacher, float temper
           "softmax_kl_div: teacher logits must be float32 " + shape_str(student.shape()) + " as the student's");
     check(temperature > 0 && std::isfinite(temperature),
           "softmax_kl_div: temperature must be positive, got " + std::to_string(temperature));
+    check_same_device("softmax_kl_div", {student, teacher});
     const float inv_t = 1.0f / temperature;
     if (student.is_cuda()) return softmax_kl_div_cuda(student, teacher, inv_t);
-    check_cpu("softmax_kl_div", {&teacher});
     const int64_t rows = student.size(0), C = student.size(1);
 
     Tensor losses = empty({rows});

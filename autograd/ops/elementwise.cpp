@@ -17,8 +17,7 @@ constexpr int64_t kGrain = 1 << 15;
 
 // y[i] = f(a[ia(i)], b[ib(i)]) over the broadcast shape.
 template <typename F>
-Tensor binary_forward(const Tensor& a, const Tensor& b, const char* name, F f) {
-    check_cpu(name, {&a, &b});
+Tensor binary_forward(const Tensor& a, const Tensor& b, F f) {
     Shape shape = broadcast_shapes(a.shape(), b.shape());
     Tensor y = empty(shape);
     float* py = y.f32();
@@ -79,7 +78,6 @@ bool is_trailing_of(const Shape& b, const Shape& a) {
 
 // a ∘ b on the device with numpy broadcasting (cuda/kernels/broadcast.cuh).
 Tensor binary_cuda(const Tensor& a, const Tensor& b, cuda::BinaryKind kind, const char* name) {
-    check(b.is_cuda(), std::string(name) + ": a is on the GPU, so b must be too");
     const Shape shape = broadcast_shapes(a.shape(), b.shape());
     check(shape.size() <= (size_t)cuda::kMaxBroadcastDims,
           std::string(name) + ": on the GPU at most " + std::to_string(cuda::kMaxBroadcastDims) + " dims");
@@ -106,7 +104,7 @@ Tensor binary_cuda(const Tensor& a, const Tensor& b, cuda::BinaryKind kind, cons
 // a + b on the device: b of a's shape or of its trailing dims (a bias, position embeddings) by
 // the add kernels, any other broadcast by binary_cuda.
 Tensor add_cuda(const Tensor& a, const Tensor& b) {
-    if (!b.is_cuda() || !is_trailing_of(b.shape(), a.shape())) return binary_cuda(a, b, cuda::kBinaryAdd, "add");
+    if (!is_trailing_of(b.shape(), a.shape())) return binary_cuda(a, b, cuda::kBinaryAdd, "add");
     Tensor y = empty(a.shape(), DType::F32, Device::CUDA);
     const int64_t nb = b.numel();
     cuda::add_trailing(y.f32(), a.f32(), b.f32(), y.numel(), nb);
@@ -121,8 +119,9 @@ Tensor add_cuda(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
+    check_same_device("add", {a, b});
     if (a.is_cuda()) return add_cuda(a, b);
-    Tensor y = binary_forward(a, b, "add", [](float x, float z) { return x + z; });
+    Tensor y = binary_forward(a, b, [](float x, float z) { return x + z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {
             if (a.requires_grad()) {
@@ -138,8 +137,9 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+    check_same_device("sub", {a, b});
     if (a.is_cuda()) return binary_cuda(a, b, cuda::kBinarySub, "sub");
-    Tensor y = binary_forward(a, b, "sub", [](float x, float z) { return x - z; });
+    Tensor y = binary_forward(a, b, [](float x, float z) { return x - z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {
             const float* g = gy.f32();
@@ -150,8 +150,9 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+    check_same_device("mul", {a, b});
     if (a.is_cuda()) return binary_cuda(a, b, cuda::kBinaryMul, "mul");
-    Tensor y = binary_forward(a, b, "mul", [](float x, float z) { return x * z; });
+    Tensor y = binary_forward(a, b, [](float x, float z) { return x * z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {
             const float* g = gy.f32();
@@ -168,8 +169,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+    check_same_device("div", {a, b});
     if (a.is_cuda()) return binary_cuda(a, b, cuda::kBinaryDiv, "div");
-    Tensor y = binary_forward(a, b, "div", [](float x, float z) { return x / z; });
+    Tensor y = binary_forward(a, b, [](float x, float z) { return x / z; });
     if (needs_grad({a, b}))
         record(y, {a, b}, [a, b](const Tensor& gy) {
             const float* g = gy.f32();
@@ -190,7 +192,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 
 void add_inplace(const Tensor& dst, const Tensor& src) {
     check_same_shape(dst, src, "add_inplace");
-    check(dst.device() == src.device(), "add_inplace: tensors on different devices");
+    check_same_device("add_inplace", {dst, src});
     if (dst.is_cuda()) {
         cuda::add(dst.f32(), dst.f32(), src.f32(), dst.numel());
         return;

@@ -149,11 +149,8 @@ Tensor device_grad_or_scratch(const Tensor& t, const Shape& shape) {
 }
 
 // The device path (cuda/kernels/layernorm.cuh): the same centring and two-pass variance.
-Tensor layer_norm_cuda(const std::string& name, const Tensor& x, const Tensor& residual, const Tensor& gamma,
-                       const Tensor& beta, float eps) {
+Tensor layer_norm_cuda(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps) {
     const int64_t C = x.size(-1), rows = x.numel() / C;
-    for (const Tensor* t : {&residual, &gamma, &beta})
-        check(!t->defined() || t->is_cuda(), name + ": x is on the GPU, so residual, gamma and beta must be too");
     Tensor y = empty(x.shape(), DType::F32, Device::CUDA), mean = empty({rows}, DType::F32, Device::CUDA);
     Tensor rstd = empty({rows}, DType::F32, Device::CUDA);
     Tensor in = residual.defined() ? empty(x.shape(), DType::F32, Device::CUDA) : x;  // what was normalized
@@ -180,10 +177,9 @@ Tensor layer_norm_impl(const char* op, const Tensor& x, const Tensor& residual,
               name + ": gamma and beta must be float32 [" + std::to_string(x.size(-1)) + "]");
     if (residual.defined()) check_same_shape(x, residual, op);
     check(eps >= 0.0f, name + ": eps must be non-negative");
-    if (x.is_cuda()) return layer_norm_cuda(name, x, residual, gamma, beta, eps);
+    check_same_device(op, {x, residual, gamma, beta});
+    if (x.is_cuda()) return layer_norm_cuda(x, residual, gamma, beta, eps);
     int64_t C = x.size(-1), rows = x.numel() / C;
-    for (const Tensor* t : {&residual, &gamma, &beta})
-        check(!t->defined() || !t->is_cuda(), name + ": x is on the CPU, so residual, gamma and beta must be too");
     check(!residual.defined() || residual.dtype() == DType::F32, name + ": residual must be float32");
 
     Tensor y = empty(x.shape()), mean = empty({rows}), rstd = empty({rows});

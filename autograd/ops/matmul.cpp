@@ -122,7 +122,7 @@ const float* device_ones(int64_t n) {
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
     check_float_input(a, "matmul", "a");
     check_float_input(b, "matmul", "b");
-    check(a.device() == b.device(), "matmul: a and b are on different devices");
+    check_same_device("matmul", {a, b});
     check(a.dim() >= 2 && b.dim() >= 2, "matmul: needs at least 2-D operands, got " +
                                             shape_str(a.shape()) + " and " + shape_str(b.shape()));
     bool shared_b = b.dim() == 2;
@@ -173,13 +173,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check(x.dim() >= 1 && x.size(-1) == in, "linear: x " + shape_str(x.shape()) +
                                                 " does not end in weight's in-features " +
                                                 std::to_string(in));
-    Device device = x.device();
-    check(weight.device() == device, "linear: x and weight are on different devices");
+    check_same_device("linear", {x, weight, bias});
+    const Device device = x.device();
     if (bias.defined()) {
         check_float_input(bias, "linear", "bias");
         check(bias.dim() == 1 && bias.size(0) == out,
               "linear: bias must be [" + std::to_string(out) + "], got " + shape_str(bias.shape()));
-        check(bias.device() == device, "linear: bias is on a different device");
     }
     int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
     Shape out_shape = x.shape();

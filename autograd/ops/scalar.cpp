@@ -14,8 +14,7 @@ constexpr int64_t kGrain = 1 << 15;
 
 // y[i] = f(x[i])
 template <typename F>
-Tensor map_forward(const Tensor& x, const char* name, F f) {
-    check_cpu(name, {&x});
+Tensor map_forward(const Tensor& x, F f) {
     Tensor y = empty(x.shape());
     float* py = y.f32();
     const float* px = x.f32();
@@ -45,7 +44,7 @@ Tensor add_scalar(const Tensor& a, float s) {
         if (needs_grad({a})) record(y, {a}, [a](const Tensor& gy) { add_inplace(a.grad_buffer(), gy); });
         return y;
     }
-    Tensor y = map_forward(a, "add_scalar", [s](float x) { return x + s; });
+    Tensor y = map_forward(a, [s](float x) { return x + s; });
     if (needs_grad({a}))
         record(y, {a}, [a](const Tensor& gy) { add_inplace(a.grad_buffer(), gy); });
     return y;
@@ -59,7 +58,7 @@ Tensor mul_scalar(const Tensor& a, float s) {
             record(y, {a}, [a, s](const Tensor& gy) { cuda::scale_copy(a.grad_buffer().f32(), gy.f32(), s, true, a.numel()); });
         return y;
     }
-    Tensor y = map_forward(a, "mul_scalar", [s](float x) { return x * s; });
+    Tensor y = map_forward(a, [s](float x) { return x * s; });
     if (needs_grad({a}))
         record(y, {a}, [a, s](const Tensor& gy) {
             float* gx = a.grad_buffer().f32();
@@ -81,7 +80,7 @@ Tensor pow_scalar(const Tensor& a, float exponent) {
             });
         return y;
     }
-    Tensor y = map_forward(a, "pow_scalar", [exponent](float x) { return std::pow(x, exponent); });
+    Tensor y = map_forward(a, [exponent](float x) { return std::pow(x, exponent); });
     if (needs_grad({a}))
         record(y, {a}, [a, exponent](const Tensor& gy) {
             // x⁰ is constant: its derivative is 0 everywhere, where the general formula would

@@ -284,10 +284,10 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis) {
     int64_t ax = normalize_axis("concat", axis, first);
     Shape shape = first;
     shape[(size_t)ax] = 0;
+    check_same_device("concat", parts);
     bool any_requires_grad = false;
     for (size_t k = 0; k < parts.size(); ++k) {
         const Shape& pk = parts[k].shape();
-        check(parts[k].device() == parts[0].device(), "concat: part " + std::to_string(k) + " is on another device than part 0");
         bool fits = pk.size() == first.size();
         for (size_t d = 0; fits && d < pk.size(); ++d) fits = d == (size_t)ax || pk[d] == first[d];
         check(fits, "concat: part " + std::to_string(k) + " has shape " + shape_str(pk) +

@@ -75,7 +75,6 @@ void softmax_backward(float* dx, const float* dy, const float* y, float scale, i
 // copied over: int64 values, carried in an int32 tensor of twice their count.
 Tensor softmax_cuda(const Tensor& x, float scale, const Tensor& mask, const BroadcastMap* mask_map, int64_t rows,
                     int64_t C) {
-    check(!mask.defined() || mask.is_cuda(), "softmax: x is on the GPU, so the mask must be too");
     Tensor offsets = zeros({2 * std::max<int64_t>(rows, 1)}, DType::I32);
     if (mask_map) {
         auto* o = reinterpret_cast<int64_t*>(offsets.raw());
@@ -102,9 +101,10 @@ Tensor softmax(const Tensor& x, float scale, const Tensor& mask) {
     // Each row of x reads one contiguous row of the mask; which one is the broadcast of the
     // mask's leading dims against x's.
     Shape x_rows(x.shape().begin(), x.shape().end() - 1);
+    check_same_device("softmax", {x, mask});
     std::unique_ptr<BroadcastMap> mask_map;
     if (mask.defined()) {
-        check(mask.dtype() == DType::F32 && mask.is_cuda() == x.is_cuda(), "softmax: mask must be float32, on x's device");
+        check(mask.dtype() == DType::F32, "softmax: mask must be float32");
         check(mask.dim() >= 1 && mask.dim() <= x.dim() && mask.size(-1) == C,
               "softmax: mask " + shape_str(mask.shape()) + " must end in x's last dim " +
                   std::to_string(C) + " and broadcast to " + shape_str(x.shape()));

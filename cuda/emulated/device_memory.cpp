@@ -1,8 +1,8 @@
 // The emulated device (QDQ_CUDA=EMULATED, a test build): device memory is host memory, copies
-// are memmove, and the kernels of cuda/kernels/*.cuh run on host threads (cuda/host_threads.h,
-// emulated/kernels.cpp). Every path a GPU run takes through the backend (tensors on
-// Device::CUDA, the ops' dispatch, copies both ways, qdqtrain selftest) then runs where there is
-// no GPU; only the hardware is missing.
+// are memmove, and the kernels of cuda/kernels/*.cuh run on host threads (cuda/host_threads.h;
+// cuda/CMakeLists.txt compiles the .cu launchers as C++). Every path a GPU run takes through the
+// backend (tensors on Device::CUDA, the ops' dispatch, copies both ways, qdqtrain selftest) then
+// runs where there is no GPU; only the hardware is missing.
 //
 // On a GPU, host code that reads a device pointer crashes or reads garbage. So that the same
 // mistake fails here too, device memory is carved from one reserved mapping that is closed

@@ -1,5 +1,6 @@
 // Binary element-wise ops with numpy broadcasting on the device (add, sub, mul, div; the CPU's
-// in autograd/ops/elementwise.cpp), dims ≤ 6. Both inputs are read through strides over the
+// in autograd/ops/elementwise.cpp). add's common case, b of a's trailing dims (a bias), has
+// kernels of its own; any other broadcast, dims ≤ 6, reads both inputs through strides over the
 // output's shape, 0 along the dims where they repeat.
 //   forward: output element i reads a and b at the offsets its digits give;
 //   backward of an input x: each thread owns one element j of x and sums, in a fixed order,
@@ -13,6 +14,27 @@
 #include "cuda/kernels/for_each.cuh"
 
 namespace qdq::cuda {
+
+// y[i] = a[i] + b[i mod nb]: b repeated over a's leading dims (a bias, position embeddings)
+struct AddTrailingOp {
+    float* y;
+    const float* a;
+    const float* b;
+    int64_t nb;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = a[i] + b[i % nb]; }
+};
+
+// db[j] += Σ_k dy[k·nb + j] over the `repeats` copies, in order (add_trailing's backward to b)
+struct SumRepeatsOp {
+    float* db;
+    const float* dy;
+    int64_t nb, repeats;
+    __host__ __device__ void operator()(int64_t j) const {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < repeats; ++k) sum += dy[k * nb + j];
+        db[j] += sum;
+    }
+};
 
 __host__ __device__ inline float binary_value(int kind, float a, float b) {
     return kind == kBinaryAdd ? a + b : kind == kBinarySub ? a - b : kind == kBinaryMul ? a * b : a / b;

@@ -1,5 +1,5 @@
 // Element-wise ops as functors for for_each (cuda/kernels/for_each.cuh), named and with the
-// arguments of their CPU twins (autograd/ops/elementwise.cpp, activation.cpp).
+// arguments of their CPU twins (autograd/ops/elementwise.cpp, scalar.cpp, activation.cpp).
 //   gelu(x) = x·Φ(x), Φ(x) = ½·erfc(−x/√2),  gelu'(x) = Φ(x) + x·φ(x), φ(x) = e^{−x²/2}/√(2π)
 // Φ from erfc keeps the far negative tail's relative accuracy, as the CPU kernel does.
 #pragma once
@@ -16,27 +16,6 @@ struct AddOp {
     const float* a;
     const float* b;
     __host__ __device__ void operator()(int64_t i) const { out[i] = a[i] + b[i]; }
-};
-
-// y[i] = a[i] + b[i mod nb]: b repeated over a's leading dims (a bias, position embeddings)
-struct AddTrailingOp {
-    float* y;
-    const float* a;
-    const float* b;
-    int64_t nb;
-    __host__ __device__ void operator()(int64_t i) const { y[i] = a[i] + b[i % nb]; }
-};
-
-// db[j] += Σ_k dy[k·nb + j] over the `repeats` copies, in order (add_trailing's backward to b)
-struct SumRepeatsOp {
-    float* db;
-    const float* dy;
-    int64_t nb, repeats;
-    __host__ __device__ void operator()(int64_t j) const {
-        float sum = 0.0f;
-        for (int64_t k = 0; k < repeats; ++k) sum += dy[k * nb + j];
-        db[j] += sum;
-    }
 };
 
 __host__ __device__ inline float normal_cdf(float x) { return 0.5f * erfcf(-x * 0.707106781f); }
@@ -80,6 +59,28 @@ struct GeluBackwardOp {
         const float v = x[i];
         dx[i] += dy[i] * (normal_cdf(v) + v * expf(-0.5f * v * v) * 0.398942280f);
     }
+};
+
+// y[i] = x[i]·s;  with accumulate (backward), y[i] += x[i]·s
+struct ScaleCopyOp {
+    float* y;
+    const float* x;
+    float s;
+    bool accumulate;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = accumulate ? y[i] + x[i] * s : x[i] * s; }
+};
+
+// y = tanh(x);  dx += dy·(1 − y²)
+struct TanhForwardOp {
+    float* y;
+    const float* x;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = tanhf(x[i]); }
+};
+struct TanhBackwardOp {
+    float* dx;
+    const float* dy;
+    const float* y;
+    __host__ __device__ void operator()(int64_t i) const { dx[i] += dy[i] * (1.0f - y[i] * y[i]); }
 };
 
 }  // namespace qdq::cuda

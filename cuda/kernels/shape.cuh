@@ -55,26 +55,4 @@ struct ToBf16Op {
     __host__ __device__ void operator()(int64_t i) const { out[i] = bf16_bits(x[i]); }
 };
 
-// y[i] = x[i]·s;  with accumulate (backward), y[i] += x[i]·s
-struct ScaleCopyOp {
-    float* y;
-    const float* x;
-    float s;
-    bool accumulate;
-    __host__ __device__ void operator()(int64_t i) const { y[i] = accumulate ? y[i] + x[i] * s : x[i] * s; }
-};
-
-// y = tanh(x);  dx += dy·(1 − y²)
-struct TanhForwardOp {
-    float* y;
-    const float* x;
-    __host__ __device__ void operator()(int64_t i) const { y[i] = tanhf(x[i]); }
-};
-struct TanhBackwardOp {
-    float* dx;
-    const float* dy;
-    const float* y;
-    __host__ __device__ void operator()(int64_t i) const { dx[i] += dy[i] * (1.0f - y[i] * y[i]); }
-};
-
 }  // namespace qdq::cuda

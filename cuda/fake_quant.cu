@@ -1,0 +1,39 @@
+// Fake quantization's entry points (cuda/kernels/fake_quant.cuh) over device pointers; a learned
+// range's gradient sums its blocks' partials on the host, in a fixed order.
+#include <vector>
+
+#include "cuda/backend.h"
+#include "cuda/device_array.h"
+#include "cuda/kernels/fake_quant.cuh"
+
+namespace qdq::cuda {
+
+void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
+                        int64_t n, bool clip_to_amax) {
+    for_each(n, FakeQuantForwardOp{y, x, amax, bound, lo, C, inner, clip_to_amax});
+}
+void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, float bound, float lo, int64_t C,
+                         int64_t inner, int64_t n, int rule) {
+    for_each(n, FakeQuantBackwardOp{dx, dy, x, amax, bound, lo, C, inner, rule});
+}
+
+void learned_range_backward(float* damax, const float* dy, const float* x, const float* amax, float bound, float lo,
+                            int rule, int64_t C, int64_t inner, int64_t n, double factor) {
+    if (n == 0) return;
+    const int64_t per_channel = n / C;
+    const unsigned block = 256, per_block = (unsigned)((per_channel + block - 1) / block);
+    const unsigned blocks_per_channel = per_block < 1 ? 1 : per_block < 64 ? per_block : 64;
+    DeviceArray<double> partial(std::vector<double>((size_t)(C * blocks_per_channel)));
+    learned_range_sums(partial.ptr, dy, x, amax, bound, lo, rule, C, inner, per_channel, blocks_per_channel, block);
+    const std::vector<double> sums = partial.host();
+    std::vector<float> increments((size_t)C);
+    for (int64_t c = 0; c < C; ++c) {
+        double sum = 0;
+        for (unsigned b = 0; b < blocks_per_channel; ++b) sum += sums[(size_t)(c * blocks_per_channel + b)];
+        increments[(size_t)c] = (float)(sum * factor);
+    }
+    DeviceArray<float> added(increments);
+    add(damax, damax, added.ptr, C);
+}
+
+}  // namespace qdq::cuda
