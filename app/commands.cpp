@@ -37,7 +37,7 @@ int run_train(const RunConfig& config, std::map<std::string, std::string>& optio
         case TrainStatus::interrupted:
             return 130;
         case TrainStatus::finished:
-            if (world().is_root()) std::printf("%s\n", outcome.metrics.dump().c_str());
+            if (world().is_root()) std::printf("%s\n", metrics_to_json(outcome.metrics).dump().c_str());
             return 0;
     }
     return 1;
@@ -65,7 +65,7 @@ int run_eval(const RunConfig& config, std::map<std::string, std::string>& option
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
     std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false});
     load_model_weights(task->model(), options["--checkpoint"]);
-    write_output(task->evaluate(config.training.per_device_eval_batch_size), options);
+    write_output(metrics_to_json(task->evaluate(config.training.per_device_eval_batch_size)), options);
     return 0;
 }
 

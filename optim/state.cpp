@@ -43,12 +43,12 @@ void check_params(const std::vector<ParamGroup>& groups, const std::string& who)
 
 Tensor param_gradient(const NamedTensor& param, const char* who) {
     Tensor grad = param.tensor.grad();
+    if (!grad.defined()) return grad;
+    check_same_device(who, {param.tensor, grad});
     // Tested before the message is built: this runs for every parameter on every step.
-    if (grad.defined() && (grad.dtype() != DType::F32 || grad.device() != param.tensor.device() ||
-                           grad.shape() != param.tensor.shape()))
+    if (grad.dtype() != DType::F32 || grad.shape() != param.tensor.shape())
         throw std::runtime_error(std::string(who) + ": gradient of '" + param.name +
-                                 "' must be a float32 tensor of shape " + shape_str(param.tensor.shape()) +
-                                 " on the parameter's device");
+                                 "' must be a float32 tensor of shape " + shape_str(param.tensor.shape()));
     return grad;
 }
 

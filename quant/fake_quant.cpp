@@ -138,7 +138,6 @@ double learned_range_factor(const QuantParams& p, const AxisSplit& split, float 
 
 // The device path (cuda/kernels/fake_quant.cuh), the ranges checked on the CPU first.
 Tensor fake_quant_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split) {
-    check(amax.is_cuda(), "fake_quant: x is on the GPU, so amax must be too");
     const std::vector<float> ranges = amax.to_vector();
     for (size_t c = 0; c < ranges.size(); ++c)
         check(std::isfinite(ranges[c]) && ranges[c] >= 0.0f,
@@ -176,8 +175,8 @@ Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     check(amax.numel() == split.n,
           "fake_quant: amax has " + std::to_string(amax.numel()) + " values, expected " +
               std::to_string(split.n) + (p.axis ? " (one per channel)" : " (per tensor)"));
+    check_same_device("fake_quant", {x, amax});
     if (x.is_cuda()) return fake_quant_cuda(x, amax, p, split);
-    check(!amax.is_cuda(), "fake_quant: x is on the CPU, so amax must be too");
     float bound = quant_bound(p), lo = quant_min(p);
     std::vector<ChannelScale> scales((size_t)split.n);
     const float* pa = amax.f32();

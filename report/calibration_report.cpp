@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
@@ -14,7 +13,7 @@ namespace qdq {
 
 namespace {
 
-// Metrics in [0, 1] (accuracy) read as percentages; others (F1 and EM are already percentages,
+// Fractions (accuracy) read as percentages; others (SQuAD's F1 and EM, already percentages;
 // losses) as they are.
 std::string metric_text(double v, bool fraction) { return fraction ? fixed(100 * v, 2) : fixed(v, 3); }
 
@@ -33,7 +32,7 @@ std::string methods_section(const std::string& out_dir, const CalibrationResult&
     std::vector<std::string> labels = {"fp32"};
     std::vector<double> values = {fraction ? 100 * fp32 : fp32};
     for (const CalibratedMethod& m : r.methods) {
-        const double v = metric_value(m.metrics, metric, m.checkpoint);
+        const double v = m.metrics.value(metric, m.checkpoint);
         md += "| " + m.name + (m.name == r.best ? " (best)" : "") + " | " + metric_text(v, fraction) + " | " +
               (v >= fp32 ? "+" : "") + metric_text(v - fp32, fraction) + " |\n";
         labels.push_back(m.name);
@@ -165,8 +164,8 @@ QuantizerPlace quantizer_place(const std::string& name) {
 }
 
 void write_calibration_report(const std::string& out_dir, const CalibrationResult& r) {
-    const double fp32 = metric_value(r.fp32, r.metric, r.checkpoint);
-    const bool fraction = r.metric == "accuracy";
+    const double fp32 = r.fp32.value(r.metric, r.checkpoint);
+    const bool fraction = metric_scale(r.fp32.task, r.metric) == MetricScale::fraction;
     std::string md = "# Post-training calibration\n\nFloat weights: `" + r.checkpoint + "`. ";
     const CalibrationCost& cost = r.cost;
     md += "Calibrated on " + std::to_string(cost.calibration_examples) + " training examples in " +

@@ -1,6 +1,5 @@
 #include "report/pipeline_report.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -15,17 +14,6 @@ namespace qdq {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> shown_metrics(const Metrics& fp32) {
-    if (fp32.values.count("f1")) return {"exact_match", "f1"};
-    return {"accuracy"};
-}
-
-double percent(const Metrics& metrics, const std::string& name) {
-    auto it = metrics.values.find(name);
-    if (it == metrics.values.end()) throw std::out_of_range("the metrics have no '" + name + "'");
-    return name == "accuracy" ? 100 * it->second : it->second;
-}
-
 // Where the choices (the best checkpoint with load_best_model_at_end, the calibration method)
 // were made: on the validation split, whose size is given, or on the test set.
 std::string choices_sentence(const RunConfig& config, const PipelineResults& results) {
@@ -33,10 +21,10 @@ std::string choices_sentence(const RunConfig& config, const PipelineResults& res
     if (fraction == 0 || !results.fp32_validation)
         return "Choices (calibration method, best checkpoint) were made on these test numbers: "
                "pipeline.validation_fraction is 0.";
-    const auto examples = results.fp32_validation->values.find("eval_examples");
-    const std::string size = examples == results.fp32_validation->values.end()
+    const auto examples = results.fp32_validation->counts.find("eval_examples");
+    const std::string size = examples == results.fp32_validation->counts.end()
                                  ? ""
-                                 : " (" + std::to_string((int64_t)examples->second) + " examples)";
+                                 : " (" + std::to_string(examples->second) + " examples)";
     return "Choices (calibration method, best checkpoint) were made on a validation split of " +
            fixed(100 * fraction, 0) + "% of the training examples" + size +
            ", held out of training; every number above is the test set's.";
@@ -123,7 +111,7 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
     const std::string dir = config.training.output_dir;
     fs::create_directories(dir + "/plots");
     write_json_file(dir + "/results.json", pipeline_results_to_json(results));
-    const std::vector<std::string> metrics = shown_metrics(results.fp32);
+    const std::vector<std::string> metrics = shown_metrics(results.fp32.task);
 
     std::string md = "# " + config.source + "\n\n| model |";
     std::string rule = "|---|";
@@ -134,18 +122,18 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
     for (const PipelineRow& row : pipeline_rows(results)) {
         md += "| " + row_label(row) + " |";
         for (const std::string& m : metrics) {
-            const double v = percent(row.metrics, m), base = percent(results.fp32, m);
+            const double v = row.metrics.percent(m), base = results.fp32.percent(m);
             md += " " + fixed(v, 2) + " | " + (row.model == "FP32" ? "" : (v >= base ? "+" : "") + fixed(v - base, 2)) + " |";
         }
         md += " " + (row.latency_ms ? fixed(*row.latency_ms, 1) : std::string()) + " | " +
               (row.ms_per_example ? fixed(*row.ms_per_example, 2) : std::string()) + " |\n";
         labels.push_back(row_label(row));
-        values.push_back(percent(row.metrics, metrics.back()));
+        values.push_back(row.metrics.percent(metrics.back()));
     }
     const CalibrationCost& c = results.calibration.cost;
-    const auto examples = results.fp32.values.find("eval_examples");
-    const bool counted = examples != results.fp32.values.end();
-    md += "\nEvaluated on " + std::to_string(counted ? (int64_t)examples->second : (int64_t)0) + " examples" +
+    const auto examples = results.fp32.counts.find("eval_examples");
+    const bool counted = examples != results.fp32.counts.end();
+    md += "\nEvaluated on " + std::to_string(counted ? examples->second : (int64_t)0) + " examples" +
           (counted ? "" : " (see eval_results.json)") + ". Calibration: " + std::to_string(c.calibration_examples) +
           " training examples, collecting at " + fixed(c.collect_ratio, 2) +
           "x the CPU time of a plain pass over them. QAT from the " + results.qat_from +

@@ -1,9 +1,9 @@
 // The table of a pipeline run (stages/pipeline.h): results.json (results/pipeline_results.h) and
 // results.md, one row per model (pipeline_rows) — FP32, PTQ by each calibration method, QAT
-// and its variants, and the ONNX Runtime evaluations when there are — in the task's own
-// metrics (accuracy in %, or SQuAD exact match and F1), with the change from FP32 and, for
-// ONNX, latency. plots/metric_by_stage.svg shows the main metric of each row;
-// plots/<stage>_{loss,eval}.svg each training run's curves (fp32, qat, qat_<variant>).
+// and its variants, and the ONNX Runtime evaluations when there are — in the metrics the task
+// shows, in % (trainers/task_metrics.h: accuracy, or SQuAD's exact match and F1), with the
+// change from FP32 and, for ONNX, latency. plots/metric_by_stage.svg shows the main metric of
+// each row; plots/<stage>_{loss,eval}.svg each training run's curves (fp32, qat, qat_<variant>).
 #pragma once
 
 #include <string>
@@ -16,10 +16,6 @@ namespace qdq {
 
 void write_pipeline_report(const RunConfig& config, const PipelineResults& results);
 
-// The metrics a row shows, given the FP32 metrics: SQuAD's exact_match and f1, else accuracy.
-std::vector<std::string> shown_metrics(const Metrics& fp32);
-// A shown metric in %: accuracy is kept as a fraction, SQuAD's scores already in %.
-double percent(const Metrics& metrics, const std::string& name);
 // The report's sentence on the accuracy budget: what stayed in float, how far below FP32 that
 // left PTQ, and with the ONNX stage what the float set costs in latency. Empty without a budget.
 std::string budget_sentence(const PipelineResults& results);

@@ -9,11 +9,9 @@ namespace {
 using json = nlohmann::json;
 
 // `metrics` with each name prefixed, into `summary`.
-void add_prefixed(Metrics& summary, const std::string& prefix, const Metrics& metrics) {
-    for (const auto& [name, value] : metrics.values) {
-        summary.values[prefix + name] = value;
-        if (metrics.counts.count(name)) summary.counts.insert(prefix + name);
-    }
+void add_prefixed(json& summary, const std::string& prefix, const Metrics& metrics) {
+    const json j = metrics_to_json(metrics);
+    for (const auto& [name, value] : j.items()) summary[prefix + name] = value;
 }
 
 std::vector<QatVariantResult> qat_variants_from_json(const json& list, const std::string& source) {
@@ -34,23 +32,22 @@ std::vector<QatVariantResult> qat_variants_from_json(const json& list, const std
 
 }  // namespace
 
-Metrics pipeline_summary(const PipelineResults& r) {
-    Metrics summary;
+json pipeline_summary(const PipelineResults& r) {
+    json summary = json::object();
     add_prefixed(summary, "fp32_", r.fp32);
     if (const CalibratedMethod* m = find_method(r.calibration, r.qat_from)) add_prefixed(summary, "ptq_", m->metrics);
     if (r.budget) {
         add_prefixed(summary, "ptq_budget_", r.budget->metrics);
-        summary.values["ptq_budget_float_quantizers"] = (double)r.budget->float_quantizers.size();
-        summary.counts.insert("ptq_budget_float_quantizers");
+        summary["ptq_budget_float_quantizers"] = (int64_t)r.budget->float_quantizers.size();
     }
     add_prefixed(summary, "qat_", r.qat);
     for (const QatVariantResult& v : r.qat_variants) add_prefixed(summary, "qat_" + v.name + "_", v.test);
     if (r.onnx) {
         add_prefixed(summary, "onnx_fp32_", r.onnx->fp32.metrics);
         add_prefixed(summary, "onnx_int8_", r.onnx->int8.metrics);
-        summary.values["onnx_fp32_latency_ms"] = r.onnx->fp32.latency_ms;
-        summary.values["onnx_int8_latency_ms"] = r.onnx->int8.latency_ms;
-        if (r.onnx->int8_every) summary.values["onnx_int8_every_latency_ms"] = r.onnx->int8_every->latency_ms;
+        summary["onnx_fp32_latency_ms"] = r.onnx->fp32.latency_ms;
+        summary["onnx_int8_latency_ms"] = r.onnx->int8.latency_ms;
+        if (r.onnx->int8_every) summary["onnx_int8_every_latency_ms"] = r.onnx->int8_every->latency_ms;
     }
     return summary;
 }
@@ -78,7 +75,7 @@ json pipeline_results_to_json(const PipelineResults& r) {
               {"calibration", calibration_result_to_json(r.calibration)},
               {"qat_from", r.qat_from},
               {"qat", metrics_to_json(r.qat)},
-              {"summary", metrics_to_json(pipeline_summary(r))}};
+              {"summary", pipeline_summary(r)}};
     if (r.budget) j["accuracy_budget"] = accuracy_budget_to_json(*r.budget);
     if (r.fp32_validation) j["fp32_validation"] = metrics_to_json(*r.fp32_validation);
     if (r.qat_validation) j["qat_validation"] = metrics_to_json(*r.qat_validation);

@@ -52,11 +52,12 @@ struct PipelineResults {
     std::optional<OnnxStage> onnx{};  // with pipeline.onnx
 };
 
-// Every stage's metrics in one flat map, for sweeps over pipelines (sweeps/sweep.h): fp32_<metric>,
-// ptq_<metric> (of the method QAT started from), qat_<metric>, qat_<variant>_<metric> for each
-// variant, and with ONNX onnx_fp32_<metric>, onnx_int8_<metric> (of the deployed QAT run),
-// onnx_fp32_latency_ms and onnx_int8_latency_ms.
-Metrics pipeline_summary(const PipelineResults& results);
+// Every stage's metrics in one flat JSON object, for sweeps over pipelines (sweeps/sweep.h), as
+// each stage's metrics_to_json with its names prefixed: fp32_<metric>, ptq_<metric> (of the
+// method QAT started from), qat_<metric>, qat_<variant>_<metric> for each variant, and with
+// ONNX onnx_fp32_<metric>, onnx_int8_<metric> (of the deployed QAT run), onnx_fp32_latency_ms
+// and onnx_int8_latency_ms. Mixing stages and latencies, it is no task's Metrics: JSON only.
+nlohmann::json pipeline_summary(const PipelineResults& results);
 
 // results.json also holds the summary, derived from the stages and so not read back.
 nlohmann::json pipeline_results_to_json(const PipelineResults& results);

@@ -1,38 +1,20 @@
-// What the result files (calibration.json, onnx/evaluation.json, results.json) share: a task's
-// metrics as a type, and the strict reading every one of them goes through. A result file is
-// read back by a later run (a pipeline resuming, a sweep's report), so each field is required,
-// and a missing or wrongly typed one is an error naming the file and the dotted key.
+// What the result files (calibration.json, onnx/evaluation.json, results.json) share: the
+// strict reading every one of them goes through, and a task's metrics (trainers/task_metrics.h:
+// the type, and its JSON form, metrics_to_json and metrics_from_json). A result file is read back
+// by a later run (a pipeline resuming, a sweep's report), so each field is required, and a
+// missing or wrongly typed one is an error naming the file and the dotted key.
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "json/json_fields.h"
+#include "trainers/task_metrics.h"
 
 namespace qdq {
 
-// A task's metrics by name ("accuracy", "f1", "eval_loss", "eval_examples", ...), as
-// Task::evaluate reports them. The counts among them (eval_examples, eval_windows) are integers
-// in the files and stay so when written back; `values` holds every metric, counts included.
-struct Metrics {
-    std::map<std::string, double> values{};
-    std::set<std::string> counts{};
-    bool operator==(const Metrics&) const = default;
-};
-
-// The metric `name`; the error names `source`, the config that asked for it.
-double metric_value(const Metrics& metrics, const std::string& name, const std::string& source);
-
-nlohmann::json metrics_to_json(const Metrics& metrics);
-// `path` is the object's dotted location in `source`; every value must be a number.
-Metrics metrics_from_json(const nlohmann::json& j, const std::string& path, const std::string& source);
-// What Task::evaluate and Task::score return, as Metrics.
-Metrics task_metrics(const nlohmann::json& evaluation);
 // One model's metrics on the test set and, when the run holds out a validation split
 // (data.validation_fraction), on that split, where its choices were made.
 struct TestAndValidation {

@@ -6,7 +6,6 @@
 
 #include "autograd/matmul_precision.h"
 #include "parallel/communicator.h"
-#include "report/pipeline_report.h"
 #include "stages/calibrate.h"
 #include "trainers/checkpoint.h"
 #include "trainers/run_precision.h"
@@ -110,16 +109,16 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     AccuracyBudgetResult r{.budget = budget, .method = method_name};
     r.checkpoint = c.training.output_dir + "/budget/ranges.h5";
     if (split) r.validation_fp32 = float_metrics(*task, batch_size);
-    const double fp32 = percent(r.validation_fp32.value_or(calibration.fp32), metric);
-    Metrics checked = split ? task_metrics(evaluate_on_ranks(*task, batch_size)) : method->metrics;
+    const double fp32 = r.validation_fp32.value_or(calibration.fp32).percent(metric);
+    Metrics checked = split ? evaluate_on_ranks(*task, batch_size) : method->metrics;
     const FloatSetSearch search =
-        search_float_set(calibration.sensitivity->rows, fp32 - percent(checked, metric), budget, [&](const std::string& row) {
+        search_float_set(calibration.sensitivity->rows, fp32 - checked.percent(metric), budget, [&](const std::string& row) {
             for (const auto& [name, q] : quantizers_of(row, quantizers)) {
                 q->mode = QuantMode::Disabled;
                 r.float_quantizers.push_back(name);
             }
-            checked = task_metrics(evaluate_on_ranks(*task, batch_size));
-            return fp32 - percent(checked, metric);
+            checked = evaluate_on_ranks(*task, batch_size);
+            return fp32 - checked.percent(metric);
         });
     r.left_in_float = search.rows;
     r.loss = search.loss;
@@ -127,7 +126,7 @@ AccuracyBudgetResult fit_accuracy_budget(const RunConfig& calibrate, const Calib
     if (split) {
         r.validation = checked;
         task->select_eval_set(EvalSplit::Test);
-        r.metrics = task_metrics(evaluate_on_ranks(*task, batch_size));
+        r.metrics = evaluate_on_ranks(*task, batch_size);
     } else {
         r.metrics = checked;
     }

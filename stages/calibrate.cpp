@@ -104,7 +104,7 @@ Metrics evaluate_without(Task& task, const Quantizers& quantizers,
                          const std::function<bool(const std::string&)>& left_in_float, int64_t batch_size) {
     for (auto& [name, q] : quantizers)
         if (left_in_float(name)) q->mode = QuantMode::Disabled;
-    Metrics metrics = task_metrics(evaluate_on_ranks(task, batch_size));
+    Metrics metrics = evaluate_on_ranks(task, batch_size);
     for (auto& [name, q] : quantizers) q->mode = QuantMode::Quantizing;
     return metrics;
 }
@@ -148,13 +148,13 @@ std::vector<SensitivityRow> sensitivity_rows(Task& task, const Quantizers& quant
             const std::string tag = "encoder.layer." + std::to_string(i) + ".";
             Metrics metrics = evaluate_without(
                 task, quantizers, [&](const std::string& n) { return n.find(tag) != std::string::npos; }, batch_size);
-            rows.push_back({"layer " + std::to_string(i), metric_value(metrics, metric, source)});
+            rows.push_back({"layer " + std::to_string(i), metrics.value(metric, source)});
         }
         return rows;
     }
     for (auto& [name, q] : quantizers) {
         Metrics metrics = evaluate_without(task, quantizers, [&](const std::string& n) { return n == name; }, batch_size);
-        rows.push_back({name, metric_value(metrics, metric, source)});
+        rows.push_back({name, metrics.value(metric, source)});
     }
     return rows;
 }
@@ -162,10 +162,10 @@ std::vector<SensitivityRow> sensitivity_rows(Task& task, const Quantizers& quant
 // The model as it is, on the test set and, with a validation split, on validation (which the
 // task is left on).
 TestAndValidation evaluate_both(Task& task, bool split, int64_t batch_size) {
-    if (!split) return {task_metrics(evaluate_on_ranks(task, batch_size)), std::nullopt};
-    const Metrics validation = task_metrics(evaluate_on_ranks(task, batch_size));
+    if (!split) return {evaluate_on_ranks(task, batch_size), std::nullopt};
+    const Metrics validation = evaluate_on_ranks(task, batch_size);
     task.select_eval_set(EvalSplit::Test);
-    const Metrics test = task_metrics(evaluate_on_ranks(task, batch_size));
+    const Metrics test = evaluate_on_ranks(task, batch_size);
     task.select_eval_set(EvalSplit::Validation);
     return {test, validation};
 }
@@ -180,7 +180,7 @@ std::pair<CalibrationMethod, double> sweep_method(const CalibrationResult& resul
         if (calibration_method_name(m) != *options.sweep_method) continue;
         const CalibratedMethod* done = find_method(result, *options.sweep_method);
         if (!done) break;
-        return {m, metric_value(done->validation.value_or(done->metrics), metric, source)};
+        return {m, done->validation.value_or(done->metrics).value(metric, source)};
     }
     throw std::runtime_error(source + ": the sensitivity sweep's method '" + *options.sweep_method +
                              "' was not calibrated");
@@ -194,8 +194,8 @@ SensitivitySweep sweep_sensitivity(Task& task, const std::string& method, double
     SensitivitySweep sweep{.method = method, .baseline = baseline};
     if (split) {
         task.select_eval_set(EvalSplit::ValidationRanking);
-        sweep.baseline = metric_value(task_metrics(evaluate_on_ranks(task, batch_size)), metric, source);
-        sweep.fp32 = metric_value(float_metrics(task, batch_size), metric, source);
+        sweep.baseline = evaluate_on_ranks(task, batch_size).value(metric, source);
+        sweep.fp32 = float_metrics(task, batch_size).value(metric, source);
     }
     sweep.rows = sensitivity_rows(task, task.model().named_quantizers(), by, metric, batch_size, source);
     if (split) task.select_eval_set(EvalSplit::Validation);
@@ -238,7 +238,7 @@ Metrics float_metrics(Task& task, int64_t batch_size) {
         modes.push_back(q->mode);
         q->mode = QuantMode::Disabled;
     }
-    const Metrics metrics = task_metrics(evaluate_on_ranks(task, batch_size));
+    const Metrics metrics = evaluate_on_ranks(task, batch_size);
     for (size_t i = 0; i < quantizers.size(); ++i) quantizers[i].second->mode = modes[i];
     return metrics;
 }
@@ -271,7 +271,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     const TestAndValidation fp32 = evaluate_both(task, split, batch_size);
     result.fp32 = fp32.test;
     result.fp32_validation = fp32.validation;
-    if (world().is_root()) std::cerr << "calibrate: fp32 " << metric << " " << metric_value(result.fp32, metric, config.source) << "\n";
+    if (world().is_root()) std::cerr << "calibrate: fp32 " << metric << " " << result.fp32.value(metric, config.source) << "\n";
 
     // The plain pass first, over the very batches calibration reads: the cost's denominator.
     const auto batches = calibration_batches(task, qc.calibration_examples, batch_size);
@@ -293,7 +293,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         ranges_seconds += now_seconds() - start;
         add_method_stats(result.quantizers, quantizers, name);
         const TestAndValidation metrics = evaluate_both(task, split, batch_size);
-        const double value = metric_value(metrics.validation.value_or(metrics.test), metric, config.source);
+        const double value = metrics.validation.value_or(metrics.test).value(metric, config.source);
         if (world().is_root()) std::cerr << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
         result.methods.push_back({name, metrics.test, save_method_ranges(config, task, m, out_dir), metrics.validation});
         if (!best || is_improvement(t, metric, value, best_value)) best = m, best_value = value;

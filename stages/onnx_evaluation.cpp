@@ -70,15 +70,13 @@ OnnxEvaluation evaluate_onnx(Task& task, const std::string& model_path, const On
     const OnnxRuntimeResult pass = run_onnxruntime(model_path, task.eval_inputs(options.batch_size), runtime);
     double pass_ms = 0;
     for (double ms : pass.milliseconds) pass_ms += ms;
-    const Metrics metrics = task_metrics(task.score(pass.outputs, options.batch_size));
+    const Metrics metrics = task.score(pass.outputs, options.batch_size);
 
     std::vector<nn::BertInputs> singles = task.eval_inputs(1);
     singles.resize(std::min<size_t>(singles.size(), (size_t)std::max<int64_t>(options.latency_examples, 1)));
     const OnnxRuntimeResult timed = run_onnxruntime(model_path, singles, runtime);
 
-    const auto windows = metrics.values.find("eval_windows"), examples = metrics.values.find("eval_examples");
-    const double scored = windows != metrics.values.end() ? windows->second
-                          : examples != metrics.values.end() ? examples->second : 0.0;
+    const double scored = metrics.find("eval_windows").value_or(metrics.find("eval_examples").value_or(0.0));
     return {.metrics = metrics,
             .ms_per_example = scored > 0 ? pass_ms / scored : 0.0,
             .latency_ms = median(timed.milliseconds),

@@ -14,6 +14,7 @@
 #include "onnx/onnx_probe.h"
 #include "onnx/onnx_runtime.h"
 #include "quant/tensor_quantizer.h"
+#include "report/number_text.h"
 
 namespace qdq {
 
@@ -174,7 +175,7 @@ std::string fidelity_markdown(const FidelityReport& r) {
                                          std::pair{"as exported (ONNX Runtime's kernels)", &r.deployed}})
         for (const OutputFidelity& o : *outputs)
             md << "| " << label << " | " << o.name << " | " << o.rows << " | " << o.argmax_agree << " | "
-               << o.max_difference << " | " << o.max_probability_difference << " |\n";
+               << general(o.max_difference) << " | " << general(o.max_probability_difference) << " |\n";
     md << "\nFirst parting: "
        << (r.first_parting ? "`" + r.quantizers[*r.first_parting].name + "`" : std::string("none, every code agrees"))
        << ".\n\n";
@@ -186,8 +187,8 @@ std::string fidelity_markdown(const FidelityReport& r) {
     md << "| quantizer (graph order) | scales off by (ulps) | elements | largest (steps) | mean (steps) | codes moved |\n"
        << "|---|---:|---:|---:|---:|---:|\n";
     for (const QuantizerFidelity& q : r.quantizers)
-        md << "| " << q.name << " | " << q.scale_ulps << " | " << q.elements << " | " << q.max_steps << " | " << q.mean_steps
-           << " | " << q.moved << " |\n";
+        md << "| " << q.name << " | " << q.scale_ulps << " | " << q.elements << " | " << general(q.max_steps) << " | "
+           << general(q.mean_steps) << " | " << q.moved << " |\n";
     return md.str();
 }
 

@@ -52,7 +52,7 @@ Metrics test_metrics(const RunConfig& stage) {
     c.distillation.reset();
     MatmulPrecisionGuard precision(eval_matmul_precision(c));
     std::unique_ptr<Task> task = make_task(c, {.train = false, .eval = true});
-    const Metrics metrics = task_metrics(evaluate_on_ranks(*task, c.training.per_device_eval_batch_size));
+    const Metrics metrics = evaluate_on_ranks(*task, c.training.per_device_eval_batch_size);
     if (world().is_root()) write_json_file(done, metrics_to_json(metrics));
     return metrics;
 }
@@ -71,7 +71,7 @@ std::optional<TestAndValidation> train_stage(const RunConfig& config, const char
         TrainOutcome outcome = train(config, *task);
         if (outcome.status == TrainStatus::diverged) throw std::runtime_error(name + std::string(": ") + outcome.message);
         if (outcome.status == TrainStatus::interrupted) return std::nullopt;
-        final_metrics = task_metrics(outcome.metrics);
+        final_metrics = outcome.metrics;
     }
     if (config.data.validation_fraction == 0) return TestAndValidation{final_metrics, std::nullopt};
     return TestAndValidation{test_metrics(config), final_metrics};
@@ -184,11 +184,11 @@ AccuracyBudgetResult budget_stage(const RunConfig& calib, const CalibrationResul
 }  // namespace
 
 size_t deployed_qat_run(const PipelineResults& results, const std::vector<bool>& exportable) {
-    const std::string metric = shown_metrics(results.fp32).back();
+    const std::string metric = shown_metrics(results.fp32.task).back();
     auto score = [&](size_t i) {
         const Metrics& test = i == 0 ? results.qat : results.qat_variants[i - 1].test;
         const std::optional<Metrics>& validation = i == 0 ? results.qat_validation : results.qat_variants[i - 1].validation;
-        return (validation ? *validation : test).values.at(metric);
+        return (validation ? *validation : test).scores.at(metric);
     };
     size_t best = 0;
     for (size_t i = 1; i <= results.qat_variants.size(); ++i)

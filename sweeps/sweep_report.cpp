@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -149,7 +148,7 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
         const PipelineResults& results =
             finished.emplace_back(pipeline_results_from_json(read_json_file(file.string()), file.string()));
         if (metrics.empty()) {
-            metrics = shown_metrics(results.fp32);
+            metrics = shown_metrics(results.fp32.task);
             precision = precision_sentence(results.config);
         }
         const std::string run_name = fs::path(run->dir).filename().string();
@@ -169,8 +168,8 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
             }
             if (!row.from.empty()) it->from.push_back(row.from);
             for (size_t m = 0; m < metrics.size(); ++m) {
-                it->value[m].push_back(percent(row.metrics, metrics[m]));
-                it->change[m].push_back(it->value[m].back() - percent(results.fp32, metrics[m]));
+                it->value[m].push_back(row.metrics.percent(metrics[m]));
+                it->change[m].push_back(it->value[m].back() - results.fp32.percent(metrics[m]));
             }
             if (row.latency_ms) it->latency_ms.push_back(*row.latency_ms);
             if (row.ms_per_example) it->ms_per_example.push_back(*row.ms_per_example);
@@ -223,8 +222,8 @@ nlohmann::json sweep_results(const Sweep& sweep) {
         const fs::path results = fs::path(dir) / results_file(sweep);
         if (dir.empty()) row["metrics"] = nullptr;
         else if (sweep.command == "pipeline")
-            row["metrics"] = metrics_to_json(
-                pipeline_summary(pipeline_results_from_json(read_json_file(results.string()), results.string())));
+            row["metrics"] =
+                pipeline_summary(pipeline_results_from_json(read_json_file(results.string()), results.string()));
         else row["metrics"] = read_json_file(results.string());
         rows.push_back(row);
     }

@@ -27,6 +27,7 @@ using namespace qdq;
 using qdq::testing::expect_error;
 using qdq::testing::TempDir;
 using qdq::testing::tiny_config;
+using qdq::testing::with_quantization;
 using qdq::testing::write_task_files;
 namespace fs = std::filesystem;
 
@@ -41,9 +42,7 @@ Tensor gaussian(int64_t n, float scale, uint32_t seed) {
 }
 
 nlohmann::json quantized_config(const TempDir& dir, const std::string& out) {
-    nlohmann::json c = tiny_config(dir, out);
-    c["quantization"] = {{"calibration_examples", 32}};
-    return c;
+    return with_quantization(tiny_config(dir, out));
 }
 
 RunConfig parse(const nlohmann::json& raw) { return parse_run_config(raw, "test.json", "."); }
@@ -178,7 +177,7 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
     RunConfig config = parse(raw);
     std::unique_ptr<Task> task = make_task(config, {true, true});
     const CalibrationResult result = calibrate(config, *task, {.all_methods = true});
-    EXPECT_EQ(result.fp32.values.at("accuracy"), fp32_task->evaluate(16)["accuracy"].get<double>());
+    EXPECT_EQ(result.fp32.scores.at("accuracy"), fp32_task->evaluate(16).scores.at("accuracy"));
     ASSERT_EQ(result.methods.size(), 6u);
     ASSERT_TRUE(result.sensitivity);
     ASSERT_EQ(result.sensitivity->rows.size(), 1u);  // one layer
@@ -198,7 +197,7 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
         eval_raw["model"]["init"] = m.checkpoint;
         std::unique_ptr<Task> fresh = make_task(parse(eval_raw), {false, true});
         check_calibrated(fresh->model(), "");
-        EXPECT_EQ(task_metrics(fresh->evaluate(16)), m.metrics) << m.name;
+        EXPECT_EQ(fresh->evaluate(16), m.metrics) << m.name;
     }
 
     // Without all_methods, quantization.calibrator chooses: one method, the same metrics as its

@@ -21,10 +21,7 @@
 #include "trainers/trainer.h"
 
 using namespace qdq;
-using qdq::testing::expect_error;
-using qdq::testing::TempDir;
-using qdq::testing::tiny_config;
-using qdq::testing::write_task_files;
+using namespace qdq::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,9 +36,7 @@ nlohmann::json float_config(const TempDir& dir, const std::string& out) {
 }
 
 nlohmann::json quantized_config(const TempDir& dir, const std::string& out) {
-    nlohmann::json c = float_config(dir, out);
-    c["quantization"] = {{"calibration_examples", 32}};
-    return c;
+    return qdq::testing::with_quantization(float_config(dir, out));
 }
 
 RunConfig parse(const nlohmann::json& raw) { return parse_run_config(raw, "test.json", "."); }
@@ -121,7 +116,7 @@ TEST(CalibrationFiles, OneModelAndEachMethodsRangesThatLoadToTheCalibratedModel)
             ASSERT_EQ(state[i].name, calibrated[i].name);
             EXPECT_TRUE(same_bits(state[i].tensor, calibrated[i].tensor)) << state[i].name;
         }
-        EXPECT_EQ(task_metrics(fresh->evaluate(16)), m.metrics);
+        EXPECT_EQ(fresh->evaluate(16), m.metrics);
         // The export reads the two files as one checkpoint: every quantizer has its range.
         const nlohmann::json exported =
             export_task_onnx(parse(quantized_config(dir, "eval")), m.checkpoint, (dir.path() / "m.onnx").string(), QdqTarget::TensorRT);

@@ -61,9 +61,9 @@ TEST(CalibrationReport, NamesTheOutliersAndWhereTheySit) {
     CalibrationResult r;
     r.checkpoint = "fp32/model.h5";
     r.metric = "accuracy";
-    r.fp32 = {{{"accuracy", 0.9}}, {}};
-    r.methods = {{"max", {{{"accuracy", 0.85}}, {}}, "max/model.h5"},
-                 {"percentile-99.99", {{{"accuracy", 0.88}}, {}}, "p/model.h5"}};
+    auto accuracy = [](double a) { return Metrics{.task = TaskKind::classification, .scores = {{"accuracy", a}}}; };
+    r.fp32 = accuracy(0.9);
+    r.methods = {{"max", accuracy(0.85), "max/model.h5"}, {"percentile-99.99", accuracy(0.88), "p/model.h5"}};
     r.best = "percentile-99.99";
     const std::string layer = "bert.encoder.layer.3.";
     r.quantizers = {activation(layer + "output.add_local_input_quantizer", 24, 2),          // 12: an outlier

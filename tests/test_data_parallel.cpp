@@ -87,12 +87,14 @@ pid_t child_of_named(pid_t parent, const std::string& comm_wanted) {
     return -1;
 }
 
-// The metrics of `run`'s model.h5 evaluated by one process, as make_task and evaluate() give them.
+// The metrics of `run`'s model.h5 evaluated by one process, as make_task and evaluate() give
+// them, in eval_results.json's form.
 nlohmann::json evaluated_alone(const nlohmann::json& raw, const fs::path& run) {
     nlohmann::json alone = raw;
     alone["model"]["init"] = (run / "model.h5").string();
     const RunConfig config = parse_run_config(alone, "alone.json", ".");
-    return make_task(config, {.train = false, .eval = true})->evaluate(config.training.per_device_eval_batch_size);
+    return metrics_to_json(
+        make_task(config, {.train = false, .eval = true})->evaluate(config.training.per_device_eval_batch_size));
 }
 
 // The first `count` questions of SQuAD's dev set as a v1.1 file.

@@ -89,8 +89,8 @@ TEST(DeviceRun, TrainingOnTheDeviceEndsWhereTheCpuRunEnds) {
     ASSERT_EQ(gpu.status, TrainStatus::finished);
     const TrainOutcome cpu = train_run(on_cpu(device_config(dir, "cpu")));
     ASSERT_EQ(cpu.status, TrainStatus::finished);
-    EXPECT_EQ(gpu.metrics["accuracy"], cpu.metrics["accuracy"]);
-    EXPECT_NEAR(gpu.metrics["eval_loss"].get<double>(), cpu.metrics["eval_loss"].get<double>(), 1e-4);
+    EXPECT_EQ(gpu.metrics.scores.at("accuracy"), cpu.metrics.scores.at("accuracy"));
+    EXPECT_NEAR(gpu.metrics.scores.at("eval_loss"), cpu.metrics.scores.at("eval_loss"), 1e-4);
     expect_close_weights(dir.path() / "gpu" / "model.h5", dir.path() / "cpu" / "model.h5");
 }
 
@@ -184,7 +184,7 @@ TEST(DeviceRun, CalibrationAndQatOnTheDeviceMatchTheCpu) {
     ASSERT_EQ(results[0].methods.size(), results[1].methods.size());
     for (size_t m = 0; m < results[0].methods.size(); ++m) {
         const CalibratedMethod &gpu = results[0].methods[m], &cpu = results[1].methods[m];
-        EXPECT_EQ(gpu.metrics.values.at("accuracy"), cpu.metrics.values.at("accuracy")) << gpu.name;
+        EXPECT_EQ(gpu.metrics.scores.at("accuracy"), cpu.metrics.scores.at("accuracy")) << gpu.name;
         Hdf5Weights g = load_hdf5_weights(gpu.checkpoint), h = load_hdf5_weights(cpu.checkpoint);
         ASSERT_EQ(g.tensors.size(), h.tensors.size());
         const float rtol = gpu.name == "max" ? 1e-5f : 2e-2f;
@@ -230,11 +230,12 @@ TEST(DeviceRun, ThePipelineRunsOnTheDeviceAsOnTheCpu) {
     ASSERT_EQ(gpu.size(), cpu.size());
     for (size_t i = 0; i < gpu.size(); ++i) {
         EXPECT_EQ(gpu[i].model, cpu[i].model);
-        EXPECT_NEAR(gpu[i].metrics.values.at("accuracy"), cpu[i].metrics.values.at("accuracy"), 1.0 / 32 + 1e-9)
+        EXPECT_NEAR(gpu[i].metrics.scores.at("accuracy"), cpu[i].metrics.scores.at("accuracy"), 1.0 / 32 + 1e-9)
             << gpu[i].model;
     }
     ASSERT_TRUE(results[0].onnx);
-    EXPECT_NEAR(results[0].onnx->int8.metrics.values.at("accuracy"), results[0].qat.values.at("accuracy"), 1.0 / 32 + 1e-9);
+    EXPECT_NEAR(results[0].onnx->int8.metrics.scores.at("accuracy"), results[0].qat.scores.at("accuracy"),
+                1.0 / 32 + 1e-9);
 }
 
 // Distillation on the device (the teacher beside the student, the KL on the device) ends where

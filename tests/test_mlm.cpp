@@ -307,7 +307,7 @@ TEST(MlmTask, ThirtyAdamWStepsOverfitATinyCorpus) {
     ASSERT_EQ(task->train_size(), 4);  // 6 documents of 7 tokens and 5 [SEP]s in chunks of 14
     EXPECT_EQ(task->train_lengths(), (std::vector<int32_t>{16, 16, 16, 7}));
     EXPECT_EQ(task->main_metric(), "eval_loss");
-    const double before = task->evaluate(8)["eval_loss"];
+    const double before = task->evaluate(8).scores.at("eval_loss");
     EXPECT_NEAR(before, std::log(20.0), 0.5);  // an untrained head guesses about uniformly
 
     AdamW opt = make_adamw(weight_decay_groups(task->model().named_parameters(), 0.01));
@@ -322,22 +322,23 @@ TEST(MlmTask, ThirtyAdamWStepsOverfitATinyCorpus) {
     }
     // Measured: 2.96 -> 0.91, and every one of the eval set's few masked tokens right (chance is
     // 0.05). The bounds leave room, as the eval set masks only about ten tokens.
-    const nlohmann::json after = task->evaluate(8);
-    EXPECT_LT((double)after["eval_loss"], 0.5 * before) << after.dump();
-    EXPECT_DOUBLE_EQ((double)after["perplexity"], std::exp((double)after["eval_loss"]));
-    EXPECT_GT((double)after["mlm_accuracy"], 0.25) << after.dump();
-    EXPECT_EQ(after["eval_examples"], 4);
+    const Metrics after = task->evaluate(8);
+    EXPECT_EQ(after.task, TaskKind::mlm);
+    EXPECT_LT(after.scores.at("eval_loss"), 0.5 * before) << metrics_to_json(after).dump();
+    EXPECT_DOUBLE_EQ(after.scores.at("perplexity"), std::exp(after.scores.at("eval_loss")));
+    EXPECT_GT(after.scores.at("mlm_accuracy"), 0.25) << metrics_to_json(after).dump();
+    EXPECT_EQ(after.counts.at("eval_examples"), 4);
 }
 
 TEST(MlmTask, EvaluationMasksAreFixedAndTrainingMasksFollowTheDataRng) {
     TempDir dir;
     const RunConfig config = tiny_mlm_config(dir);
     std::unique_ptr<Task> task = make_mlm_task(config, {});
-    const nlohmann::json first = task->evaluate(8);
+    const Metrics first = task->evaluate(8);
     EXPECT_EQ(first, task->evaluate(8));
     // The same masks in every batching; only the order of float sums changes.
-    EXPECT_NEAR((double)task->evaluate(1)["eval_loss"], (double)first["eval_loss"], 1e-6);
-    EXPECT_EQ(task->evaluate(3)["mlm_accuracy"], first["mlm_accuracy"]);
+    EXPECT_NEAR(task->evaluate(1).scores.at("eval_loss"), first.scores.at("eval_loss"), 1e-6);
+    EXPECT_EQ(task->evaluate(3).scores.at("mlm_accuracy"), first.scores.at("mlm_accuracy"));
 
     const auto loss_with = [&](uint64_t seed) {
         Rng rng(seed);

@@ -117,7 +117,7 @@ protected:
         return parse_run_config(raw, "run.json", ".");
     }
 
-    nlohmann::json evaluate(const nlohmann::json& eval_files) const {
+    Metrics evaluate(const nlohmann::json& eval_files) const {
         std::unique_ptr<Task> task = make_task(config(eval_files), {.train = false, .eval = true, .weights = true});
         return task->evaluate(4);
     }
@@ -126,24 +126,26 @@ protected:
 };
 
 TEST_F(NamedEvalSets, EachSetScoresAsItWouldAloneAndTheTotalPoolsMaskedTokens) {
-    const nlohmann::json both = evaluate({{"reviews", "reviews.jsonl[50%:]"}, {"articles", "articles.jsonl"}});
-    const nlohmann::json reviews = evaluate("reviews.jsonl[50%:]");
-    const nlohmann::json articles = evaluate("articles.jsonl");
+    const Metrics both = evaluate({{"reviews", "reviews.jsonl[50%:]"}, {"articles", "articles.jsonl"}});
+    const Metrics reviews = evaluate("reviews.jsonl[50%:]");
+    const Metrics articles = evaluate("articles.jsonl");
     for (const auto& [name, alone] : {std::pair{"reviews", reviews}, std::pair{"articles", articles}}) {
         const std::string p = std::string(name) + "_";
-        EXPECT_EQ(both[p + "loss"].get<double>(), alone["eval_loss"].get<double>()) << name;
-        EXPECT_EQ(both[p + "mlm_accuracy"].get<double>(), alone["mlm_accuracy"].get<double>()) << name;
-        EXPECT_EQ(both[p + "perplexity"].get<double>(), alone["perplexity"].get<double>()) << name;
-        EXPECT_EQ(both[p + "examples"].get<int64_t>(), alone["eval_examples"].get<int64_t>()) << name;
+        EXPECT_EQ(both.scores.at(p + "loss"), alone.scores.at("eval_loss")) << name;
+        EXPECT_EQ(both.scores.at(p + "mlm_accuracy"), alone.scores.at("mlm_accuracy")) << name;
+        EXPECT_EQ(both.scores.at(p + "perplexity"), alone.scores.at("perplexity")) << name;
+        EXPECT_EQ(both.counts.at(p + "examples"), alone.counts.at("eval_examples")) << name;
+        // Each set's accuracy is a fraction, shown in % as the total's is.
+        EXPECT_EQ(metric_scale(both.task, p + "mlm_accuracy"), MetricScale::fraction) << name;
     }
-    EXPECT_EQ(both["eval_examples"].get<int64_t>(),
-              reviews["eval_examples"].get<int64_t>() + articles["eval_examples"].get<int64_t>());
+    EXPECT_EQ(both.counts.at("eval_examples"), reviews.counts.at("eval_examples") + articles.counts.at("eval_examples"));
     // The total is a mean over both sets' masked tokens, whose counts are not reported: it
     // lies between the two sets' losses, and its perplexity is exp of it.
-    const double a = both["reviews_loss"], b = both["articles_loss"], total = both["eval_loss"];
+    const double a = both.scores.at("reviews_loss"), b = both.scores.at("articles_loss");
+    const double total = both.scores.at("eval_loss");
     EXPECT_GE(total, std::min(a, b));
     EXPECT_LE(total, std::max(a, b));
-    EXPECT_DOUBLE_EQ(both["perplexity"].get<double>(), std::exp(total));
+    EXPECT_DOUBLE_EQ(both.scores.at("perplexity"), std::exp(total));
 }
 
 TEST_F(NamedEvalSets, TheWrittenConfigKeepsTheNamesAndSlices) {

@@ -392,7 +392,7 @@ TEST(OnnxTasks, ImdbClassifierKeepsItsLogitsAndAccuracy) {
     const RunFiles fp32 = imdb_run(dir, 300);
     std::unique_ptr<Task> task = make_task(fp32.config, {true, true});
     ASSERT_EQ(train(fp32.config, *task).status, TrainStatus::finished);
-    const double fp32_accuracy = task->evaluate(64).at("accuracy").get<double>();
+    const double fp32_accuracy = task->evaluate(64).scores.at("accuracy");
     EXPECT_GT(fp32_accuracy, 0.6);
 
     const ClassificationEval eval = imdb_eval(fp32.config);
@@ -405,7 +405,7 @@ TEST(OnnxTasks, ImdbClassifierKeepsItsLogitsAndAccuracy) {
 
     RunFiles qdq;
     std::unique_ptr<Task> quantized = calibrated_task(dir, fp32, qdq);
-    const double qdq_accuracy = quantized->evaluate(64).at("accuracy").get<double>();
+    const double qdq_accuracy = quantized->evaluate(64).scores.at("accuracy");
     const Rows fake_quant = framework_rows(*quantized, eval.rows);
     Rows ort_cpu;
     for (const std::string target : {"tensorrt", "onnxruntime-cpu"}) {
@@ -421,7 +421,7 @@ TEST(OnnxTasks, ImdbClassifierKeepsItsLogitsAndAccuracy) {
     if (bf16_kernel() == Bf16Kernel::None) return;
     MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
     judge_bf16("imdb qdq onnxruntime-cpu, framework in bf16", ort_cpu, framework_rows(*quantized, eval.rows),
-               eval.labels, quantized->evaluate(64).at("accuracy").get<double>());
+               eval.labels, quantized->evaluate(64).scores.at("accuracy"));
 }
 
 // SQuAD v1.1 dev split by article (the only SQuAD file in the data dir): 600 training questions,
@@ -441,15 +441,15 @@ TEST(OnnxTasks, SquadReaderKeepsItsLogitsAndExactMatchAndF1) {
     const RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
     std::unique_ptr<Task> task = make_task(fp32.config, {true, true});
     ASSERT_EQ(train(fp32.config, *task).status, TrainStatus::finished);
-    const nlohmann::json fp32_metrics = task->evaluate(64);
+    const Metrics fp32_metrics = task->evaluate(64);
 
     const SquadEval eval = squad_eval(fp32.config);
     const int64_t questions = (int64_t)eval.examples.size(), T = fp32.config.data.max_seq_length;
-    ASSERT_EQ(fp32_metrics.at("eval_windows").get<int64_t>(), (int64_t)eval.windows.size());
-    auto metrics = [&](const Rows& rows, const nlohmann::json& framework) {
+    ASSERT_EQ(fp32_metrics.counts.at("eval_windows"), (int64_t)eval.windows.size());
+    auto metrics = [&](const Rows& rows, const Metrics& framework) {
         const SquadScore s = squad_score(rows, eval, T);
-        return std::vector<Metric>{{"exact_match", s.exact_match, framework.at("exact_match").get<double>()},
-                                   {"f1", s.f1, framework.at("f1").get<double>()}};
+        return std::vector<Metric>{{"exact_match", s.exact_match, framework.scores.at("exact_match")},
+                                   {"f1", s.f1, framework.scores.at("f1")}};
     };
     const Rows fp32_ort = onnxruntime_rows(export_run(dir, fp32, "fp32", "tensorrt"), eval.rows, false);
     judge("squad fp32", fp32_ort, framework_rows(*task, eval.rows), false, metrics(fp32_ort, fp32_metrics),
@@ -457,7 +457,7 @@ TEST(OnnxTasks, SquadReaderKeepsItsLogitsAndExactMatchAndF1) {
 
     RunFiles qdq;
     std::unique_ptr<Task> quantized = calibrated_task(dir, fp32, qdq);
-    const nlohmann::json qdq_metrics = quantized->evaluate(64);
+    const Metrics qdq_metrics = quantized->evaluate(64);
     const Rows fake_quant = framework_rows(*quantized, eval.rows);
     for (const std::string target : {"tensorrt", "onnxruntime-cpu"}) {
         const std::string optimized = (dir.path() / ("squad." + target + ".opt.onnx")).string();

@@ -27,10 +27,7 @@
 #include "trainers/trainer.h"
 
 using namespace qdq;
-using qdq::testing::expect_error;
-using qdq::testing::TempDir;
-using qdq::testing::tiny_config;
-using qdq::testing::write_task_files;
+using namespace qdq::testing;
 namespace fs = std::filesystem;
 
 TEST(Pipeline, ScoreOfTheModelsOutputsIsEvaluate) {
@@ -148,18 +145,18 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_EQ(first.results.qat_from, "percentile-99.99");
     // Choices on validation (pipeline.validation_fraction 0.1 of 64 examples: 6), numbers on test.
     ASSERT_TRUE(first.results.fp32_validation && first.results.qat_validation);
-    EXPECT_EQ(first.results.fp32_validation->values.at("eval_examples"), 6);
-    EXPECT_EQ(first.results.qat_validation->values.at("eval_examples"), 6);
-    EXPECT_EQ(first.results.fp32.values.at("eval_examples"), 32);
-    EXPECT_EQ(first.results.qat.values.at("eval_examples"), 32);
+    EXPECT_EQ(first.results.fp32_validation->counts.at("eval_examples"), 6);
+    EXPECT_EQ(first.results.qat_validation->counts.at("eval_examples"), 6);
+    EXPECT_EQ(first.results.fp32.counts.at("eval_examples"), 32);
+    EXPECT_EQ(first.results.qat.counts.at("eval_examples"), 32);
     const CalibrationResult& calibration = first.results.calibration;
     ASSERT_TRUE(calibration.fp32_validation);
     EXPECT_EQ(calibration.fp32, first.results.fp32);  // the same float model on the same test set
     const CalibratedMethod* chosen = nullptr;
     for (const CalibratedMethod& m : calibration.methods) {
         ASSERT_TRUE(m.validation) << m.name;
-        EXPECT_EQ(m.metrics.values.at("eval_examples"), 32) << m.name;
-        if (!chosen || m.validation->values.at("accuracy") > chosen->validation->values.at("accuracy")) chosen = &m;
+        EXPECT_EQ(m.metrics.counts.at("eval_examples"), 32) << m.name;
+        if (!chosen || m.validation->scores.at("accuracy") > chosen->validation->scores.at("accuracy")) chosen = &m;
     }
     EXPECT_EQ(calibration.best, chosen->name);
     // QAT started from the calibrated checkpoint: its config names it.
@@ -175,9 +172,9 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     const QatVariantResult& kd = first.results.qat_variants[0];
     EXPECT_EQ(kd.name, "kd");
     ASSERT_TRUE(kd.validation);
-    EXPECT_EQ(kd.test.values.at("eval_examples"), 32);
+    EXPECT_EQ(kd.test.counts.at("eval_examples"), 32);
     // The export is of the better QAT run on validation, the plain one on a tie.
-    const bool kd_better = kd.validation->values.at("accuracy") > first.results.qat_validation->values.at("accuracy");
+    const bool kd_better = kd.validation->scores.at("accuracy") > first.results.qat_validation->scores.at("accuracy");
     EXPECT_EQ(first.results.deployed_qat, kd_better ? "QAT kd" : "QAT");
     const Metrics& deployed = kd_better ? kd.test : first.results.qat;
 
@@ -191,10 +188,10 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_EQ(row_label(rows[10]), "ONNX Runtime INT8, onnxruntime-cpu Q/DQ (from " + first.results.deployed_qat + ")");
     // The float export computes what the framework does to float rounding; the Q/DQ one may move
     // an example whose logits are close, one quantum apart in a range (test_onnx_tasks.cpp).
-    const std::map<std::string, double>& fp32 = first.results.fp32.values;
-    const std::map<std::string, double>& qat_metrics = deployed.values;
-    const std::map<std::string, double>& onnx_fp32 = rows[9].metrics.values;
-    const std::map<std::string, double>& onnx_int8 = rows[10].metrics.values;
+    const std::map<std::string, double>& fp32 = first.results.fp32.scores;
+    const std::map<std::string, double>& qat_metrics = deployed.scores;
+    const std::map<std::string, double>& onnx_fp32 = rows[9].metrics.scores;
+    const std::map<std::string, double>& onnx_int8 = rows[10].metrics.scores;
     EXPECT_DOUBLE_EQ(onnx_fp32.at("accuracy"), fp32.at("accuracy"));
     EXPECT_NEAR(onnx_fp32.at("eval_loss"), fp32.at("eval_loss"), 1e-5);
     EXPECT_NEAR(onnx_int8.at("accuracy"), qat_metrics.at("accuracy"), 1.0 / 32 + 1e-9);
@@ -204,10 +201,10 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
         EXPECT_GT(*rows[r].latency_ms, 0.0);
         EXPECT_GT(*rows[r].ms_per_example, 0.0);
     }
-    const Metrics summary = pipeline_summary(first.results);
+    const nlohmann::json summary = pipeline_summary(first.results);
     for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy", "qat_kd_accuracy", "onnx_fp32_accuracy",
                             "onnx_int8_accuracy", "onnx_int8_latency_ms"})
-        EXPECT_TRUE(summary.values.count(key)) << key;
+        EXPECT_TRUE(summary.contains(key)) << key;
     // results.json reads back to what the run returned (dumped: JSON writes infinity as null).
     const std::string results_json = (out / "results.json").string();
     EXPECT_EQ(pipeline_results_to_json(pipeline_results_from_json(read_json_file(results_json), results_json)).dump(),
@@ -254,7 +251,7 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
 // The run to deploy, from hand-made results: the best on validation (not on test), among the
 // ones the export can write, the earlier on a tie; the test set only without a validation split.
 TEST(Pipeline, DeploysTheBestExportableQatRunOnValidation) {
-    auto accuracy = [](double a) { return Metrics{{{"accuracy", a}}, {}}; };
+    auto accuracy = [](double a) { return Metrics{.task = TaskKind::classification, .scores = {{"accuracy", a}}}; };
     PipelineResults r;
     r.fp32 = accuracy(0.9);
     r.qat = accuracy(0.80);
@@ -338,8 +335,8 @@ TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     const CalibrationResult& calibration = outcome.results.calibration;
     ASSERT_TRUE(calibration.sensitivity);
     EXPECT_EQ(calibration.sensitivity->method, "entropy");  // swept under the ranges QAT starts from
-    const double fp32 = 100 * calibration.fp32_validation->values.at("accuracy");
-    const double ptq = 100 * find_method(calibration, "entropy")->validation->values.at("accuracy");
+    const double fp32 = 100 * calibration.fp32_validation->scores.at("accuracy");
+    const double ptq = 100 * find_method(calibration, "entropy")->validation->scores.at("accuracy");
     EXPECT_EQ(b.method, "entropy");  // the method QAT starts from
     ASSERT_GT(fp32 - ptq, 0.0) << "2-bit quantization should lose accuracy here";
     ASSERT_FALSE(b.left_in_float.empty());
@@ -351,18 +348,18 @@ TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     EXPECT_EQ(b.held, b.loss <= 0.0);
     // Checked on validation's second half (8 of its 16), FP32 measured there too.
     ASSERT_TRUE(b.validation && b.validation_fp32);
-    EXPECT_EQ(b.validation->values.at("eval_examples"), 8);
-    EXPECT_EQ(b.validation_fp32->values.at("eval_examples"), 8);
-    EXPECT_NEAR(b.loss, 100 * (b.validation_fp32->values.at("accuracy") - b.validation->values.at("accuracy")), 1e-9);
+    EXPECT_EQ(b.validation->counts.at("eval_examples"), 8);
+    EXPECT_EQ(b.validation_fp32->counts.at("eval_examples"), 8);
+    EXPECT_NEAR(b.loss, 100 * (b.validation_fp32->scores.at("accuracy") - b.validation->scores.at("accuracy")), 1e-9);
     // The sweep ranked on the first half: its baseline is the entropy model there.
     const std::string entropy = find_method(calibration, "entropy")->checkpoint;
     RunConfig swept = checkpoint_run_config(entropy).value();
     swept.model.init = entropy;
     std::unique_ptr<Task> ranking = make_task(swept, {.train = false});
     ranking->select_eval_set(EvalSplit::ValidationRanking);
-    const nlohmann::json first_half = ranking->evaluate(config.training.per_device_eval_batch_size);
-    EXPECT_EQ(first_half["eval_examples"], 8);
-    EXPECT_DOUBLE_EQ(calibration.sensitivity->baseline, first_half["accuracy"].get<double>());
+    const Metrics first_half = ranking->evaluate(config.training.per_device_eval_batch_size);
+    EXPECT_EQ(first_half.counts.at("eval_examples"), 8);
+    EXPECT_DOUBLE_EQ(calibration.sensitivity->baseline, first_half.scores.at("accuracy"));
     // ... and FP32 there is the float model's.
     nlohmann::json plain = raw;
     plain.erase("quantization");
@@ -372,7 +369,7 @@ TEST(AccuracyBudget, LeavesTheMostSensitiveQuantizersInFloatUntilItHolds) {
     fp32_task->select_eval_set(EvalSplit::ValidationRanking);
     ASSERT_TRUE(calibration.sensitivity->fp32);
     EXPECT_DOUBLE_EQ(*calibration.sensitivity->fp32,
-                     fp32_task->evaluate(config.training.per_device_eval_batch_size)["accuracy"].get<double>());
+                     fp32_task->evaluate(config.training.per_device_eval_batch_size).scores.at("accuracy"));
     // QAT started from the budget's checkpoint, without those quantizers or their ranges.
     const NamedTensors qat = load_hdf5_weights((dir.path() / "pipe" / "qat" / "model.h5").string()).tensors;
     size_t ranges = 0;

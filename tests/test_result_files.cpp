@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -26,7 +27,9 @@ using qdq::testing::TempDir;
 namespace {
 
 Metrics classification_metrics(double accuracy) {
-    return {{{"accuracy", accuracy}, {"eval_loss", 0.25}, {"eval_examples", 32}}, {"eval_examples"}};
+    return {.task = TaskKind::classification,
+            .scores = {{"accuracy", accuracy}, {"eval_loss", 0.25}},
+            .counts = {{"eval_examples", 32}}};
 }
 
 CalibrationResult two_method_calibration() {
@@ -146,7 +149,7 @@ TEST(CalibrationFile, ReadsBackWhatWasWritten) {
 TEST(CalibrationFile, ReadsTheFormatWrittenBeforeTypes) {
     const nlohmann::json before = calibration_as_written_before();
     const CalibrationResult read = calibration_result_from_json(before, "", "calibration.json");
-    EXPECT_EQ(read.methods[0].metrics.values.at("accuracy"), 0.8125);
+    EXPECT_EQ(read.methods[0].metrics, classification_metrics(0.8125));
     EXPECT_EQ(read.quantizers[1].methods.at("max").amax, 0.7);
     EXPECT_EQ(calibration_result_to_json(read), before);
 }
@@ -254,10 +257,10 @@ TEST(OnnxEvaluationFile, HoldsAThirdModelAfterABudgetAndTheReportGivesTheFloatSe
     ASSERT_EQ(rows.size(), 8u);  // FP32, two PTQ, PTQ within the budget, QAT, three ONNX models
     EXPECT_EQ(row_label(rows[3]), "PTQ within 0.50 points (from max with 2 in float)");
     EXPECT_EQ(row_label(rows[4]), "QAT (from max)");
-    EXPECT_EQ(pipeline_summary(r).values.at("ptq_budget_float_quantizers"), 2);
+    EXPECT_EQ(pipeline_summary(r).at("ptq_budget_float_quantizers"), 2);
     EXPECT_EQ(rows[7].model, "ONNX Runtime INT8 (PTQ max, every quantizer, onnxruntime-cpu Q/DQ)");
     EXPECT_EQ(rows[7].latency_ms, 0.5);
-    EXPECT_EQ(pipeline_summary(r).values.at("onnx_int8_every_latency_ms"), 0.5);
+    EXPECT_EQ(pipeline_summary(r).at("onnx_int8_every_latency_ms"), 0.5);
     // 0.75 ms with two quantizers in float against 0.5 ms with none: 0.25 ms, 50%.
     const std::string sentence = budget_sentence(r);
     EXPECT_NE(sentence.find("2 quantizers left in float (layer 1)"), std::string::npos) << sentence;
@@ -305,7 +308,7 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
 
     // The summary: each stage's metrics under its prefix, PTQ of the method QAT started from.
     const nlohmann::json summary = read_json_file(path)["summary"];
-    EXPECT_EQ(summary, metrics_to_json(pipeline_summary(read)));
+    EXPECT_EQ(summary, pipeline_summary(read));
     EXPECT_EQ(summary["ptq_accuracy"], 0.8125);
     EXPECT_EQ(summary["qat_accuracy"], 0.90625);
     EXPECT_EQ(summary["onnx_int8_accuracy"], 0.84375);
@@ -362,4 +365,41 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
     broken = read_json_file(path);
     broken.erase("qat");
     expect_error([&] { pipeline_results_from_json(broken, path); }, {path, "'qat'", "missing"});
+}
+
+// The result files of the runs under experiments/results, written by earlier versions: each
+// reads back, its metrics to the task the run trained (the files name none: metrics_from_json
+// infers it), and writes back the same JSON, the configs aside (their own formats).
+TEST(ResultsFile, TheShippedRunsReadBackToTheirTaskAndWriteTheSameJson) {
+    namespace fs = std::filesystem;
+    const fs::path results = fs::path(QDQ_REPO_DIR) / "experiments" / "results";
+    size_t runs = 0, squad = 0, calibrations = 0;
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(results)) {
+        const std::string path = e.path().string();
+        const bool calibration = e.path().filename() == "calibration.json";
+        const bool run =
+            e.path().filename() == "results.json" && e.path().parent_path().parent_path().filename() == "runs";
+        if (!calibration && !run) continue;
+        nlohmann::json file = read_json_file(path), again;
+        if (calibration) {
+            again = calibration_result_to_json(calibration_result_from_json(file, "", path));
+            ++calibrations;
+        } else {
+            const PipelineResults read = pipeline_results_from_json(file, path);
+            EXPECT_EQ(read.fp32.task, read.config.data.task) << path;
+            EXPECT_EQ(read.qat.task, read.config.data.task) << path;
+            squad += read.config.data.task == TaskKind::squad;
+            again = pipeline_results_to_json(read);
+            ++runs;
+        }
+        for (nlohmann::json* j : {&file, &again}) {
+            j->erase("config");
+            j->erase("quantization");
+            if (j->contains("calibration")) (*j)["calibration"].erase("quantization");
+        }
+        EXPECT_EQ(again.dump(), file.dump()) << path;
+    }
+    EXPECT_GE(runs, 20u);
+    EXPECT_GE(squad, 3u);
+    EXPECT_GE(calibrations, 1u);
 }

@@ -189,10 +189,11 @@ TEST(SquadTask, SplitsTrainFilesByArticleBeforeLimiting) {
         NoGradGuard no_grad;
         EXPECT_EQ(task->train_loss(all, rng).item(), reference->train_loss(all, rng).item());
     }
-    const nlohmann::json scores = task->evaluate(8);
-    EXPECT_EQ(scores["eval_examples"], 40);
-    EXPECT_GE(scores["eval_windows"].get<int64_t>(), 40);
-    EXPECT_GT(scores["f1"].get<double>(), 0.0);  // else equal scores would say little
+    const Metrics scores = task->evaluate(8);
+    EXPECT_EQ(scores.task, TaskKind::squad);
+    EXPECT_EQ(scores.counts.at("eval_examples"), 40);
+    EXPECT_GE(scores.counts.at("eval_windows"), 40);
+    EXPECT_GT(scores.scores.at("f1"), 0.0);  // else equal scores would say little
     EXPECT_EQ(scores, reference->evaluate(8));
 }
 
@@ -229,7 +230,7 @@ TEST(SquadTask, ValidationSplitHoldsOutArticlesOfTheTrainingPart) {
     };
     std::unique_ptr<Task> on_validation = reference("validation.json"), on_test = reference("test.json");
     EXPECT_EQ(task->train_lengths(), on_validation->train_lengths());
-    const nlohmann::json validation_scores = task->evaluate(8);
+    const Metrics validation_scores = task->evaluate(8);
     EXPECT_EQ(validation_scores, on_validation->evaluate(8));
     task->select_eval_set(EvalSplit::Test);
     EXPECT_EQ(task->evaluate(8), on_test->evaluate(8));
@@ -286,17 +287,17 @@ TEST_F(TrainedSquadTask, EvaluateEqualsTheOfficialScriptOnPredictOutput) {
         GTEST_SKIP() << "/usr/bin/python3 is missing";
     }
     train_steps(*task_, 40, 5e-3);
-    const nlohmann::json scores = task_->evaluate(8);
+    const Metrics scores = task_->evaluate(8);
     const std::string predictions = dir_.path + "/predictions.json";
     std::ofstream(predictions) << task_->predict(scored_, 8).dump();
     const nlohmann::json official = official_scores(dir_.path, scored_, predictions);
     ASSERT_FALSE(official.is_null()) << "/usr/bin/python3 could not score " << predictions;
     EXPECT_EQ(official["total"], 32);
-    EXPECT_EQ(scores["eval_examples"], 32);
+    EXPECT_EQ(scores.counts.at("eval_examples"), 32);
     EXPECT_GT(official["exact_match"].get<double>(), 0.0);  // a mix of right and wrong answers
     EXPECT_LT(official["exact_match"].get<double>(), 100.0);
-    EXPECT_DOUBLE_EQ(scores["exact_match"].get<double>(), official["exact_match"].get<double>());
-    EXPECT_DOUBLE_EQ(scores["f1"].get<double>(), official["f1"].get<double>());
+    EXPECT_DOUBLE_EQ(scores.scores.at("exact_match"), official["exact_match"].get<double>());
+    EXPECT_DOUBLE_EQ(scores.scores.at("f1"), official["f1"].get<double>());
 }
 
 // Lowering both qa_outputs biases lowers every real logit alike and so cannot change an answer,

@@ -220,7 +220,10 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     // accuracy of FP32, PTQ max, QAT, ONNX INT8 per run; latency of the ONNX rows.
     const double table[4][4] = {{0.80, 0.70, 0.79, 0.79}, {0.84, 0.72, 0.81, 0.80},
                                 {0.90, 0.60, 0.88, 0.88}, {0.90, 0.60, 0.88, 0.88}};
-    auto accuracy = [](double a) { return Metrics{{{"accuracy", a}}, {}}; };
+    auto accuracy = [](double a) { return Metrics{.task = TaskKind::classification, .scores = {{"accuracy", a}}}; };
+    auto counted = [](double a) {
+        return Metrics{.task = TaskKind::classification, .scores = {{"accuracy", a}}, .counts = {{"eval_examples", 100}}};
+    };
     for (size_t r = 0; r < 4; ++r) {
         const std::string run = sweep.runs[r].dir;
         PipelineResults results;
@@ -232,9 +235,9 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
         results.calibration.methods = {{"max", accuracy(table[r][1]), run + "/calibrate/max/model.h5"}};
         results.calibration.best = "max";
         results.qat_from = r == 1 ? "entropy" : "max";
-        results.qat = {{{"accuracy", table[r][2]}, {"eval_examples", 100}}, {"eval_examples"}};
+        results.qat = counted(table[r][2]);
         // A variant 1 point above QAT; odd runs deployed it.
-        results.qat_variants = {{"kd", {{{"accuracy", table[r][2] + 0.01}, {"eval_examples", 100}}, {"eval_examples"}}, {}}};
+        results.qat_variants = {{"kd", counted(table[r][2] + 0.01), {}}};
         results.deployed_qat = r % 2 ? "QAT kd" : "QAT";
         results.onnx = OnnxStage{{"ONNX Runtime FP32", run + "/onnx/model_fp32.onnx", results.fp32, 4.0, 20.0 + (double)r, 0},
                                  {"ONNX Runtime INT8", run + "/onnx/model_int8.onnx", accuracy(table[r][3]), 2.0,
@@ -292,7 +295,7 @@ TEST(Sweep, PipelineReportGivesEachQuantizersOutlierRatioAndSqnrOverTheRuns) {
         PipelineResults results;
         results.config.model.init = "model.h5";
         results.config.training.seed = sweep.runs[r].values["training.seed"].get<uint64_t>();
-        results.fp32 = {{{"accuracy", 0.8}}, {}};
+        results.fp32 = {.task = TaskKind::classification, .scores = {{"accuracy", 0.8}}};
         results.calibration.metric = "accuracy";
         results.calibration.fp32 = results.fp32;
         results.calibration.methods = {{"mse", results.fp32, run + "/calibrate/mse/model.h5"}};

@@ -10,6 +10,7 @@
 #include "data/tokenizer.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
+#include "trainers/checkpoint.h"
 #include "trainers/run_config.h"
 #include "trainers/task.h"
 
@@ -102,6 +103,26 @@ TEST(RunConfigTokenizer, UnsetVocabComesFromModelInitsDirectory) {
     const std::string weights = dir.write("weights.h5", "");
     const RunConfig from_file = parse_run_config(config_with(dir, weights, nlohmann::json::object()), "run.json", ".");
     EXPECT_EQ(from_file.data.vocab, (dir.path() / "data" / "vocab" / "bert-base-uncased-vocab.txt").string());
+}
+
+// A model.init that is a checkpoint of a run names its tokenizer in its saved config: a config
+// that starts from it without data.vocab (a QAT run from a fine-tuned RoBERTa) reads the text
+// as that run did, not with the default vocabulary.
+TEST(RunConfigTokenizer, UnsetVocabComesFromModelInitsCheckpoint) {
+    TempDir dir;
+    const fs::path roberta = write_bpe_dir(dir, "roberta");
+    RunConfig fine_tuned = parse_run_config(config_with(dir, roberta.string(), nlohmann::json::object()), "run.json", ".");
+    fine_tuned.data.do_lower_case = false;
+    const std::string checkpoint = (dir.path() / "model.h5").string();
+    save_checkpoint(checkpoint, {{}, {}, {}, fine_tuned});
+    const RunConfig qat = parse_run_config(config_with(dir, checkpoint, nlohmann::json::object()), "qat.json", ".");
+    EXPECT_EQ(qat.data.vocab, roberta.string());
+    EXPECT_EQ(qat.data.do_lower_case, false);
+    EXPECT_EQ(task_tokenizer(qat).kind, TokenizerKind::ByteLevelBpe);
+    // Its tokenizer gone (the checkpoint moved to another machine): an error that says whose it was.
+    fs::remove_all(roberta);
+    expect_error([&] { parse_run_config(config_with(dir, checkpoint, nlohmann::json::object()), "qat.json", "."); },
+                 {"qat.json", "'data.vocab' is unset", checkpoint, roberta.string()});
 }
 
 TEST(RunConfigTokenizer, DoLowerCaseFromTokenizerConfig) {

@@ -57,9 +57,9 @@ public:
         else loss.f32()[0] = NAN;
         return loss;
     }
-    nlohmann::json evaluate(int64_t batch_size) override { return inner_->evaluate(batch_size); }
+    Metrics evaluate(int64_t batch_size) override { return inner_->evaluate(batch_size); }
     std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return inner_->eval_inputs(batch_size); }
-    nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
+    Metrics score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
         return inner_->score(outputs, batch_size);
     }
     std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>& batches) override {
@@ -101,7 +101,7 @@ TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
     TrainOutcome outcome = train_config(raw);
     ASSERT_EQ(outcome.status, TrainStatus::finished);
     EXPECT_EQ(outcome.step, 40);
-    EXPECT_GE(outcome.metrics["accuracy"].get<double>(), 0.9);  // chance is 0.5
+    EXPECT_GE(outcome.metrics.scores.at("accuracy"), 0.9);  // chance is 0.5
     const fs::path run = dir.path() / "run";
     for (const char* file : {"config.json", "metrics.jsonl", "model.h5", "eval_results.json", "checkpoint-40.h5"})
         EXPECT_TRUE(fs::exists(run / file)) << file;
@@ -125,7 +125,7 @@ TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
     load_model_weights(fresh->model(), (run / "model.h5").string());
     nlohmann::json saved;
     std::ifstream(run / "eval_results.json") >> saved;
-    EXPECT_EQ(fresh->evaluate(16), saved);
+    EXPECT_EQ(metrics_to_json(fresh->evaluate(16)), saved);
 }
 
 // Every training example is read once an epoch, so after whole epochs num_input_tokens_seen is
@@ -330,11 +330,11 @@ TEST(Trainer, Bf16QatIsScoredWithFp32Products) {
     std::ifstream(run / "eval_results.json") >> saved;
     {
         MatmulPrecisionGuard fp32(MatmulPrecision::F32);
-        EXPECT_EQ(task->evaluate(16), saved);
+        EXPECT_EQ(metrics_to_json(task->evaluate(16)), saved);
     }
     if (bf16_kernel() == Bf16Kernel::None) GTEST_SKIP() << "no bf16 kernel here: bf16 products are FP32 ones";
     MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
-    EXPECT_NE(task->evaluate(16)["eval_loss"], saved["eval_loss"]);
+    EXPECT_NE(task->evaluate(16).scores.at("eval_loss"), saved["eval_loss"].get<double>());
 }
 
 TEST(Cli, ExitCodesAndErrorsNameTheKey) {

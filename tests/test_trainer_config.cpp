@@ -97,6 +97,40 @@ TEST(RunConfig, ErrorsNameTheKey) {
     nlohmann::json unknown_section = c;
     unknown_section["trainer"] = nlohmann::json::object();
     EXPECT_NE(error_of(unknown_section).find("'trainer'"), std::string::npos);
+    // Names that only a later stage used to read are checked at load too.
+    EXPECT_NE(with("pipeline", "calibration", "percentile-99.5").find("'pipeline.calibration' must be one of best, max, "),
+              std::string::npos);
+    EXPECT_NE(with("data", "dataset", "mnli").find("'data.dataset' must be one of nli, headerless_nli"), std::string::npos);
+}
+
+// run_config_from_json reads types and touches no file: a config whose files are all missing
+// (a checkpoint's, read on another machine) reads, keeps its paths as written, and fails only
+// in resolve(), naming the key. Written back, it reads as the same config.
+TEST(RunConfig, ParsingTouchesNoFileAndResolvingChecksThem) {
+    const nlohmann::json elsewhere = {
+        {"model", {{"config", "nowhere/config.json"}, {"init", "nowhere/model.h5"}}},
+        {"data", {{"task", "squad"}, {"doc_stride", 64}, {"data_dir", "/nowhere"}, {"train_files", "train.json"}}},
+        {"training", {{"output_dir", "out"}}},
+        {"pipeline", {{"calibration", "percentile-99.99"}, {"onnx_target", "tensorrt"}}}};
+    RunConfig c = run_config_from_json(elsewhere, "run.json");
+    EXPECT_EQ(c.data.task, TaskKind::squad);
+    EXPECT_EQ(c.data.train_files, std::vector<std::string>{"train.json"});
+    EXPECT_EQ(c.model.config_file, "nowhere/config.json");
+    ASSERT_TRUE(c.pipeline.calibration);
+    EXPECT_EQ(calibration_method_name(*c.pipeline.calibration), "percentile-99.99");
+    EXPECT_EQ(c.pipeline.onnx_target, QdqTarget::TensorRT);
+    const nlohmann::json written = run_config_to_json(c);
+    EXPECT_EQ(run_config_to_json(run_config_from_json(written, "config.json")), written);
+    EXPECT_THROW(resolve(c, "."), std::runtime_error);
+    std::string dir = temp_dir("qdq_config_resolve");
+    RunConfig missing = run_config_from_json(base_config(dir), "run.json");
+    missing.data.train_files = {"gone.tsv"};
+    try {
+        resolve(missing, ".");
+        ADD_FAILURE() << "resolve accepted a missing file";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("run.json: 'data.train_files' names a missing file"), std::string::npos) << e.what();
+    }
 }
 
 TEST(RunConfig, SetOverridesAnyKeyAndIsCheckedLikeTheFile) {

@@ -102,23 +102,27 @@ public:
         EXPECT_EQ((int64_t)indices.size(), rows()) << "a training batch is the whole fixture batch";
         return head_loss(model_, batch_);
     }
-    nlohmann::json evaluate(int64_t) override {
+    Metrics evaluate(int64_t) override {
         NoGradGuard no_grad;
         const bool was_training = model_.is_training();
         model_.eval();
         const double loss = head_loss(model_, batch_).item();
         if (was_training) model_.train();
-        return {{"loss", loss}};
+        return {.task = kKind, .scores = {{"loss", loss}}};
     }
     std::string main_metric() const override { return "loss"; }
     bool scores_outputs() const override { return false; }
     std::vector<BertInputs> eval_inputs(int64_t) override { throw std::logic_error("not used"); }
-    nlohmann::json score(const std::vector<NamedOutputs>&, int64_t) override { throw std::logic_error("not used"); }
+    Metrics score(const std::vector<NamedOutputs>&, int64_t) override { throw std::logic_error("not used"); }
     std::vector<NamedOutputs> eval_outputs(const std::vector<BertInputs>&) override { throw std::logic_error("not used"); }
     void select_eval_set(EvalSplit) override { throw std::logic_error("not used"); }
     nlohmann::json predict(const std::string&, int64_t) override { throw std::logic_error("not used"); }
 
 private:
+    static constexpr TaskKind kKind = std::is_same_v<Model, BertForQuestionAnswering> ? TaskKind::squad
+                                      : std::is_same_v<Model, BertForMaskedLM>        ? TaskKind::mlm
+                                                                                      : TaskKind::classification;
+
     int64_t rows() const { return batch_.at("input_ids").size(0); }
 
     BertConfig config_;

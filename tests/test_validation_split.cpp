@@ -63,23 +63,23 @@ TEST(ValidationSplit, ClassificationTrainsOnTheRestAndEvaluatesOnValidationThenT
     raw["data"]["validation_fraction"] = 0.25;
     std::unique_ptr<Task> task = make_task(parse_run_config(raw, "run.json", "."), {true, true});
     EXPECT_EQ(task->train_size(), 48);
-    EXPECT_EQ(task->evaluate(16)["eval_examples"], 16);
+    EXPECT_EQ(task->evaluate(16).counts.at("eval_examples"), 16);
     task->select_eval_set(EvalSplit::Test);
-    const nlohmann::json test = task->evaluate(16);
-    EXPECT_EQ(test["eval_examples"], 32);
+    const Metrics test = task->evaluate(16);
+    EXPECT_EQ(test.counts.at("eval_examples"), 32);
     task->select_eval_set(EvalSplit::Validation);
-    const nlohmann::json validation = task->evaluate(16);
-    EXPECT_EQ(validation["eval_examples"], 16);
+    const Metrics validation = task->evaluate(16);
+    EXPECT_EQ(validation.counts.at("eval_examples"), 16);
 
     // Validation's halves, 8 and 8: together they score as validation does.
     task->select_eval_set(EvalSplit::ValidationRanking);
-    const nlohmann::json ranking = task->evaluate(16);
+    const Metrics ranking = task->evaluate(16);
     task->select_eval_set(EvalSplit::ValidationChecking);
-    const nlohmann::json checking = task->evaluate(16);
-    EXPECT_EQ(ranking["eval_examples"], 8);
-    EXPECT_EQ(checking["eval_examples"], 8);
-    EXPECT_NEAR(ranking["accuracy"].get<double>() + checking["accuracy"].get<double>(),
-                2 * validation["accuracy"].get<double>(), 1e-12);
+    const Metrics checking = task->evaluate(16);
+    EXPECT_EQ(ranking.counts.at("eval_examples"), 8);
+    EXPECT_EQ(checking.counts.at("eval_examples"), 8);
+    EXPECT_NEAR(ranking.scores.at("accuracy") + checking.scores.at("accuracy"), 2 * validation.scores.at("accuracy"),
+                1e-12);
     task->select_eval_set(EvalSplit::Test);
     EXPECT_EQ(task->evaluate(16), test);
 

@@ -130,13 +130,13 @@ public:
         return distillation_loss(*config_.distillation, loss, {logits}, {teacher_forward(*teacher_, in)});
     }
 
-    nlohmann::json evaluate(int64_t batch_size) override {
+    Metrics evaluate(int64_t batch_size) override {
         return score(eval_outputs(eval_inputs(batch_size)), batch_size);
     }
 
     std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(evals_.active, batch_size); }
 
-    nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
+    Metrics score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
         const std::vector<std::vector<int64_t>> batches = eval_batches(evals_.active.lengths, batch_size);
         check_outputs(outputs, batches, {"logits"});
         NoGradGuard no_grad;
@@ -151,9 +151,10 @@ public:
             for (size_t r = 0; r < batches[b].size(); ++r) predicted[(size_t)batches[b][r]] = argmax_row(logits, r);
         }
         ClassificationMetrics m = classification_metrics(evals_.active.labels, predicted, model_config_.num_labels);
-        return {{"accuracy", m.accuracy},
-                {"eval_loss", evals_.active.labels.empty() ? 0.0 : loss_sum / (double)evals_.active.labels.size()},
-                {"eval_examples", m.total}};
+        const size_t n = evals_.active.labels.size();
+        return {.task = TaskKind::classification,
+                .scores = {{"accuracy", m.accuracy}, {"eval_loss", n == 0 ? 0.0 : loss_sum / (double)n}},
+                .counts = {{"eval_examples", m.total}}};
     }
 
     std::string main_metric() const override { return "accuracy"; }

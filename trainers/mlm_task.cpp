@@ -72,12 +72,12 @@ public:
     // over masked tokens (not over batches), so the batch size does not change them either.
     // Named sets (data.eval_files as an object) report "<name>_loss" and so on beside the
     // totals over all of them.
-    nlohmann::json evaluate(int64_t batch_size) override {
+    Metrics evaluate(int64_t batch_size) override {
         const bool was_training = model_.is_training();
         model_.eval();
         NoGradGuard no_grad;
         MaskedScore total;
-        nlohmann::json metrics;
+        Metrics metrics{.task = TaskKind::mlm};
         for (const NamedSequences& set : eval_) {
             const MaskedScore score = score_set(set.sequences, batch_size);
             if (!set.name.empty()) score.write(metrics, set.name + "_", sequence_count(set.sequences));
@@ -87,10 +87,6 @@ public:
         int64_t examples = 0;
         for (const NamedSequences& set : eval_) examples += sequence_count(set.sequences);
         total.write(metrics, "", examples);
-        for (const char* key : {"loss", "examples"}) {  // the names every task's totals have
-            metrics[std::string("eval_") + key] = metrics[key];
-            metrics.erase(key);
-        }
         return metrics;
     }
 
@@ -101,7 +97,7 @@ public:
     }
 
     std::vector<nn::BertInputs> eval_inputs(int64_t) override { throw no_exported_form(); }
-    nlohmann::json score(const std::vector<NamedOutputs>&, int64_t) override { throw no_exported_form(); }
+    Metrics score(const std::vector<NamedOutputs>&, int64_t) override { throw no_exported_form(); }
     std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>&) override { throw no_exported_form(); }
     bool scores_outputs() const override { return false; }
 
@@ -126,12 +122,15 @@ private:
             masked += other.masked;
             correct += other.correct;
         }
-        void write(nlohmann::json& metrics, const std::string& prefix, int64_t examples) const {
+        // The totals (prefix "") take every task's names for the loss and the example count:
+        // eval_loss, eval_examples.
+        void write(Metrics& metrics, const std::string& prefix, int64_t examples) const {
+            const std::string named = prefix.empty() ? "eval_" : prefix;
             const double loss = masked > 0 ? loss_sum / (double)masked : 0.0;
-            metrics[prefix + "loss"] = loss;
-            metrics[prefix + "perplexity"] = std::exp(loss);
-            metrics[prefix + "mlm_accuracy"] = masked > 0 ? (double)correct / (double)masked : 0.0;
-            metrics[prefix + "examples"] = examples;
+            metrics.scores[named + "loss"] = loss;
+            metrics.scores[prefix + "perplexity"] = std::exp(loss);
+            metrics.scores[prefix + "mlm_accuracy"] = masked > 0 ? (double)correct / (double)masked : 0.0;
+            metrics.counts[named + "examples"] = examples;
         }
     };
 

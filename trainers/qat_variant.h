@@ -12,10 +12,10 @@
 // num_train_epochs or max_steps, for which it sets pipeline.qat_learning_rate_ratio and
 // pipeline.qat_num_train_epochs; not bf16, one precision per table), distillation keys, and of
 // quantization the input and weight descriptors' num_bits, learn_amax and learn_step_size, and
-// recalibrate_weights. Each variant's config is the run's own JSON with those keys set, parsed
-// and checked like the file itself when the file is read; a relative distillation.teacher is
-// relative to the config file that is run. Variants run in name order (JSON objects are kept
-// sorted).
+// recalibrate_weights. Each variant's config is the run's own with those keys set in the
+// sections they name, read and checked like the file itself when the file is read; a relative
+// distillation.teacher is relative to the config file that is run. Variants run in name order
+// (JSON objects are kept sorted).
 #pragma once
 
 #include <string>

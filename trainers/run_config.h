@@ -34,7 +34,8 @@
 //               squad only
 //   "pipeline": qat_learning_rate_ratio (0.1: QAT at a tenth of the FP32 rate, the recipes' 1/10
 //               to 1/100), qat_num_train_epochs (default: the FP32 run's), calibration ("best",
-//               or a method name such as "percentile-99.99"), onnx_target ("onnxruntime-cpu" or
+//               or one of calibrate's rows: max, percentile-99.9, percentile-99.99,
+//               percentile-99.999, mse, entropy; checked at load), onnx_target ("onnxruntime-cpu" or
 //               "tensorrt"), onnx (false skips export and its evaluation in ONNX Runtime),
 //               onnx_threads (ONNX Runtime's intra-op threads; 0: its default, one per core),
 //               sensitivity ("none", "layers" or "quantizers": calibrate's sweep),

@@ -8,6 +8,7 @@
 #include "data/tokenizer.h"
 #include "json/json_fields.h"
 #include "json/json_file.h"
+#include "trainers/checkpoint.h"
 #include "trainers/qat_variant.h"
 #include "trainers/run_config.h"
 
@@ -48,20 +49,36 @@ void resolve_files(const std::string& source, const char* key, const std::string
     }
 }
 
+// The tokenizer a config without data.vocab takes from its model.init, as
+// AutoTokenizer.from_pretrained reads the model's own: a directory's files, or the data.vocab
+// (and do_lower_case) a checkpoint's run was resolved with. Empty for a file that names none.
+std::string tokenizer_of_init(const std::string& model_init, DataSettings& d) {
+    if (model_init.empty() || !fs::exists(model_init)) return "";
+    if (fs::is_directory(model_init)) return model_init;
+    std::optional<RunConfig> run;
+    try {
+        run = checkpoint_run_config(model_init);
+    } catch (const std::exception&) {
+        return "";  // not a readable checkpoint: loading its weights will say what is wrong
+    }
+    if (!run || run->data.vocab.empty()) return "";
+    if (!d.do_lower_case) d.do_lower_case = run->data.do_lower_case;
+    return run->data.vocab;
+}
+
 // data.vocab names the tokenizer's files (data/tokenizer.h: a vocab.txt, a vocab.json or a Hugging
-// Face directory). Unset, it is model.init's directory when model.init is one, as
-// AutoTokenizer.from_pretrained(dir) reads it, else kDefaultVocab. A directory's
-// tokenizer_config.json gives do_lower_case (WordPiece's only) unless data sets it.
+// Face directory). Unset, it is model.init's (tokenizer_of_init), else kDefaultVocab. A
+// directory's tokenizer_config.json gives do_lower_case (WordPiece's only) unless data sets it.
 void resolve_tokenizer(const std::string& source, DataSettings& d, const std::string& model_init) {
-    const bool from_init = d.vocab.empty() && !model_init.empty() && fs::is_directory(model_init);
-    d.vocab = from_init ? model_init : joined(d.data_dir, d.vocab.empty() ? kDefaultVocab : d.vocab);
-    if (!fs::exists(d.vocab)) fail(source, "data.vocab", "names a missing file: " + d.vocab);
+    const std::string from_init = d.vocab.empty() ? tokenizer_of_init(model_init, d) : "";
+    d.vocab = !from_init.empty() ? from_init : joined(d.data_dir, d.vocab.empty() ? kDefaultVocab : d.vocab);
+    const std::string unset = "is unset, so the tokenizer is model.init's (" + model_init + "): ";
+    if (!fs::exists(d.vocab)) fail(source, "data.vocab", (from_init.empty() ? "" : unset) + "names a missing file: " + d.vocab);
     TokenizerFiles files;
     try {
         files = tokenizer_files(d.vocab);
     } catch (const std::runtime_error& e) {
-        fail(source, "data.vocab", (from_init ? "is unset, so the tokenizer is model.init's directory: "
-                                              : "names no tokenizer: ") + std::string(e.what()));
+        fail(source, "data.vocab", (from_init.empty() ? "names no tokenizer: " : unset) + std::string(e.what()));
     }
     if (d.do_lower_case) return;
     d.do_lower_case = true;

@@ -70,7 +70,7 @@ std::vector<NamedOutputs> outputs_from_bytes(const std::string& bytes) {
     return outputs;
 }
 
-nlohmann::json evaluate_on_ranks(Task& task, int64_t batch_size) {
+Metrics evaluate_on_ranks(Task& task, int64_t batch_size) {
     const World& w = world();
     if (w.size == 1 || !task.scores_outputs()) return task.evaluate(batch_size);
     const std::vector<nn::BertInputs> batches = task.eval_inputs(batch_size);

@@ -11,13 +11,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "trainers/task.h"
 
 namespace qdq {
 
-nlohmann::json evaluate_on_ranks(Task& task, int64_t batch_size);
+Metrics evaluate_on_ranks(Task& task, int64_t batch_size);
 
 // Outputs as bytes and back: names, shapes and float32 data (what allgather_bytes carries).
 std::string outputs_to_bytes(const std::vector<NamedOutputs>& outputs);

@@ -183,21 +183,20 @@ public:
                                  {teacher_logits.start, teacher_logits.end});
     }
 
-    nlohmann::json evaluate(int64_t batch_size) override {
+    Metrics evaluate(int64_t batch_size) override {
         return score(eval_outputs(eval_inputs(batch_size)), batch_size);
     }
 
     std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return input_batches(evals_.active, batch_size); }
 
-    nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
+    Metrics score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
         const std::vector<SquadPrediction> predicted = answers(evals_.active, batch_size, outputs);
         std::unordered_map<std::string, std::string> by_id;
         for (size_t i = 0; i < predicted.size(); ++i) by_id[evals_.active.examples[i].id] = predicted[i].text;
         const SquadEvaluation e = squad_v1_evaluate(evals_.active.examples, by_id);
-        return {{"exact_match", e.score.exact_match},
-                {"f1", e.score.f1},
-                {"eval_examples", e.total},
-                {"eval_windows", (int64_t)evals_.active.windows.size()}};
+        return {.task = TaskKind::squad,
+                .scores = {{"exact_match", e.score.exact_match}, {"f1", e.score.f1}},
+                .counts = {{"eval_examples", e.total}, {"eval_windows", (int64_t)evals_.active.windows.size()}}};
     }
 
     std::string main_metric() const override { return "f1"; }

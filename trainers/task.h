@@ -24,6 +24,7 @@
 #include "nn/bert_config.h"
 #include "nn/module.h"
 #include "trainers/run_config.h"
+#include "trainers/task_metrics.h"
 
 namespace qdq {
 
@@ -75,15 +76,15 @@ public:
     virtual Tensor train_loss(const std::vector<int64_t>& indices, Rng& data_rng) = 0;
 
     // One pass over the evaluation set in eval mode without the tape, batch_size features at a
-    // time. Keys are the metric names ("accuracy", "exact_match", "f1", "eval_loss", ...).
-    virtual nlohmann::json evaluate(int64_t batch_size) = 0;
+    // time (trainers/task_metrics.h says which metrics each task has).
+    virtual Metrics evaluate(int64_t batch_size) = 0;
     // evaluate() in two halves, so that another runtime can run the model between them
     // (stages/onnx_evaluation.h): the evaluation set as model inputs, eval_batches' batches
     // each padded to its longest feature, and the metrics of the outputs for those batches, in
     // the same order. evaluate() is score() of model()'s outputs. Masked-LM, which has no
     // exported form, throws.
     virtual std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) = 0;
-    virtual nlohmann::json score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) = 0;
+    virtual Metrics score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) = 0;
     // model()'s outputs for such batches, in eval mode without the tape: evaluate() is
     // score(eval_outputs(eval_inputs(b)), b), and a data-parallel run splits the batches
     // between its ranks (trainers/sharded_evaluation.h). Masked-LM throws, as above.

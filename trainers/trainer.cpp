@@ -131,7 +131,7 @@ struct Run {
     RunConfig resolved{};  // the config as saved in every checkpoint
     double start = 0;         // now_seconds() less the training time of earlier runs
     int64_t last_saved = 0, last_evaluated = -1;
-    nlohmann::json last_metrics{};
+    Metrics last_metrics{};
 
     int64_t loader_batch() const { return (int64_t)t.per_device_train_batch_size * world.size; }
     double epoch() const {
@@ -219,7 +219,7 @@ void save(Run& r) {
 }
 
 // The task's metrics, in the precision the model is scored in (eval_matmul_precision).
-nlohmann::json scored_metrics(Run& r) {
+Metrics scored_metrics(Run& r) {
     MatmulPrecisionGuard precision(eval_matmul_precision(r.config));
     return evaluate_on_ranks(r.task, r.t.per_device_eval_batch_size);
 }
@@ -230,12 +230,14 @@ bool evaluate(Run& r, RunLog& log) {
     r.last_evaluated = r.state.step;
     nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()}};
     if (r.state.input_tokens_seen >= 0) record["num_input_tokens_seen"] = r.state.input_tokens_seen;
-    for (const auto& [key, value] : r.last_metrics.items()) record[key.starts_with("eval_") ? key : "eval_" + key] = value;
+    const nlohmann::json metrics = metrics_to_json(r.last_metrics);
+    for (const auto& [key, value] : metrics.items()) record[key.starts_with("eval_") ? key : "eval_" + key] = value;
     log.write(record);
-    if (!r.last_metrics.contains(r.metric))
+    const std::optional<double> found = r.last_metrics.find(r.metric);
+    if (!found)
         throw std::runtime_error(r.config.source + ": training.metric_for_best_model '" + r.metric +
-                                 "' is not a metric of this task: " + r.last_metrics.dump());
-    const double value = r.last_metrics[r.metric].get<double>();
+                                 "' is not a metric of this task: " + metrics.dump());
+    const double value = *found;
     if (r.state.best_metric && !is_improvement(r.t, r.metric, value, *r.state.best_metric)) return false;
     r.state.best_metric = value;
     r.state.best_checkpoint = checkpoint_name(r.state.step);
@@ -273,7 +275,7 @@ TrainOutcome finish(Run& r, RunLog& log) {
     }
     if (r.world.is_root()) {
         nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
-        write_json_file(r.out_dir + "/eval_results.json", r.last_metrics);
+        write_json_file(r.out_dir + "/eval_results.json", metrics_to_json(r.last_metrics));
         // model.h5 now holds the run's result: a set limit applies to what a finished run keeps.
         if (r.t.save_total_limit) prune_checkpoints(r.out_dir, (int)*r.t.save_total_limit, "");
     }
@@ -335,7 +337,8 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     if (options.resume)
         if (std::optional<nlohmann::json> metrics = finished_run_metrics(r.out_dir, r.resolved)) {
             if (r.world.is_root()) std::cerr << "qdqtrain: " << r.out_dir << " holds this run, finished\n";
-            return {TrainStatus::finished, total_steps, *metrics, ""};
+            const std::string file = r.out_dir + "/eval_results.json";
+            return {TrainStatus::finished, total_steps, metrics_from_json(*metrics, "", file), ""};
         }
     seed_rank_streams(r);
     resume_or_start(r, options.resume);

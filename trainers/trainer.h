@@ -24,8 +24,6 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "data/loader.h"
 #include "optim/adamw.h"
 #include "optim/param_groups.h"
@@ -44,7 +42,7 @@ enum class TrainStatus {
 struct TrainOutcome {
     TrainStatus status = TrainStatus::finished;
     int64_t step = 0;
-    nlohmann::json metrics;  // the final evaluation (finished runs with an eval set)
+    Metrics metrics{};       // the final evaluation (finished runs with an eval set)
     std::string message;     // why a run did not finish
 };
 

@@ -41,6 +41,12 @@ inline nlohmann::json tiny_config(const TempDir& dir, const std::string& out) {
               {"save_steps", 4}}}};
 }
 
+// `config` with a quantization section: QDQBERT's quantizers, calibrated on 32 examples.
+inline nlohmann::json with_quantization(nlohmann::json config) {
+    config["quantization"] = {{"calibration_examples", 32}};
+    return config;
+}
+
 // The tiny task's run for the kill-and-resume tests: dropout on (its random stream must come
 // back from the checkpoint), 300 steps, a checkpoint every 10, logs every 7 and evaluations every
 // 50 (so that a log window and an evaluation straddle the kills).
