@@ -191,12 +191,14 @@ TEST(OpTable, EveryOpOfOpsHHasAnEntryAndEveryEntryAnOp) {
 }
 
 TEST(OpTable, EveryFixtureCaseHasAnEntry) {
-    for (const char* file : {"ops_basic.json", "ops_nn.json"})
-        for (const auto& [name, json] : Fixture(file).cases().items()) {
+    for (const char* file : {"ops_basic.json", "ops_nn.json"}) {
+        const Fixture fixture(file);  // alive through the loop: a range over a temporary's member is not
+        for (const auto& [name, json] : fixture.cases().items()) {
             bool found = false;
             for (const OpCase& c : op_table()) found = found || (c.fixture == file && c.name == name);
             EXPECT_TRUE(found) << file << " case " << name << " is not in the table";
         }
+    }
 }
 
 // Each float input of every entry on the CPU while the others are on the device, and the other
