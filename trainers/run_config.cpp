@@ -202,11 +202,7 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("save_total_limit", t.save_total_limit);
     training.read("load_best_model_at_end", t.load_best_model_at_end);
     training.read("metric_for_best_model", t.metric_for_best_model);
-    if (training.has("greater_is_better")) {
-        bool greater = true;
-        training.read("greater_is_better", greater);
-        t.greater_is_better = greater;
-    }
+    read_optional_bool(training, section, "greater_is_better", t.greater_is_better);
     training.read("group_by_length", t.group_by_length);
     training.read("bf16", t.bf16);
     training.read("ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
