@@ -15,14 +15,6 @@ FILE_LIMIT = 20 * MB
 TREE_LIMIT = 60 * MB
 WEIGHTS = "experiments/pretrained/bert_mini/model.h5"
 
-# The pretraining run's checkpoints, which ended with the run and leave the tree one commit each
-# (the removal of a file is a diff as large as the file). The check fails once one of them is
-# gone from the tree and still listed, so the list only shrinks, and goes with the last of them.
-LEAVING = [
-    "experiments/results/pretrain_bert_mini/checkpoint-5003.h5",
-]
-
-
 def tracked_sizes(root):
     names = subprocess.run(["git", "-C", root, "ls-files", "-z"], check=True, capture_output=True).stdout
     sizes = {}
@@ -34,14 +26,11 @@ def tracked_sizes(root):
 
 
 def problems(sizes):
-    found = [f"{name}: listed as leaving the tree, but no longer tracked: remove it from LEAVING"
-             for name in LEAVING if name not in sizes]
-    counted = {name: size for name, size in sizes.items() if name not in LEAVING}
-    found += [f"{name}: {size / MB:.1f} MB, over the {FILE_LIMIT // MB} MB a tracked file may hold"
-              for name, size in sorted(counted.items()) if size > FILE_LIMIT and name != WEIGHTS]
-    total = sum(counted.values())
+    found = [f"{name}: {size / MB:.1f} MB, over the {FILE_LIMIT // MB} MB a tracked file may hold"
+             for name, size in sorted(sizes.items()) if size > FILE_LIMIT and name != WEIGHTS]
+    total = sum(sizes.values())
     if total > TREE_LIMIT:
-        largest = sorted(counted.items(), key=lambda item: -item[1])[:5]
+        largest = sorted(sizes.items(), key=lambda item: -item[1])[:5]
         found.append(f"the tracked tree holds {total / MB:.1f} MB, over {TREE_LIMIT // MB} MB; largest: " +
                      ", ".join(f"{name} ({size / MB:.1f} MB)" for name, size in largest))
     return found, total
