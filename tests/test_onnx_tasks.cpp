@@ -8,12 +8,8 @@
 // QDQ model is also compared with the framework running its products in bf16 (training.bf16).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <functional>
 #include <fstream>
 #include <limits>
 #include <unordered_map>
@@ -31,87 +27,17 @@
 #include "data/squad_postprocess.h"
 #include "data/squad_reader.h"
 #include "nn/heads.h"
-#include "qdqbert/calibration.h"
-#include "stages/onnx_fidelity.h"
 #include "tests/support/data.h"
+#include "tests/support/onnx_task_runs.h"
 #include "tests/support/run_files.h"
-#include "tests/support/run_qdqtrain.h"
 #include "tests/support/temp_dir.h"
 #include "tests/test_onnx_support.h"
-#include "trainers/checkpoint.h"
 #include "trainers/trainer.h"
 
 using namespace qdq;
 using namespace qdq::testing;
 
 namespace {
-
-const char* kVocab = "vocab/bert-base-uncased-vocab.txt";
-const char* kImdbTrain = "imdb/imdb_train.jsonl.gz";
-const char* kImdbTest = "imdb/imdb_test.jsonl.gz";
-const char* kSquadDev = "squad/dev-v1.1.json.gz";
-
-nlohmann::json small_bert() {
-    return {{"vocab_size", 30522}, {"hidden_size", 64}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-            {"intermediate_size", 256}, {"max_position_embeddings", 128}};
-}
-
-nlohmann::json training(const TempDir& dir, int64_t steps) {
-    return {{"output_dir", (dir.path() / "run").string()}, {"seed", 3}, {"per_device_train_batch_size", 16},
-            {"per_device_eval_batch_size", 64}, {"max_steps", steps}, {"learning_rate", 3e-3},
-            {"weight_decay", 0.01}, {"warmup_ratio", 0.1}, {"logging_steps", steps}, {"eval_steps", steps},
-            {"save_steps", steps}};
-}
-
-// The IMDB run of the classifier's tests: 800 reviews cut to 64 tokens, 100 steps, and the first
-// `eval_examples` test reviews.
-RunFiles imdb_run(const TempDir& dir, int64_t eval_examples) {
-    const nlohmann::json raw = {
-        {"model", {{"config", small_bert()}}},
-        {"data",
-         {{"task", "classification"}, {"dataset", "imdb"}, {"train_files", kImdbTrain}, {"eval_files", kImdbTest},
-          {"vocab", kVocab}, {"max_seq_length", 64}, {"max_train_examples", 800}, {"max_eval_examples", eval_examples}}},
-        {"training", training(dir, 100)}};
-    return write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
-}
-
-// `qdqtrain export` of a run into DIR/<name>.onnx, checked by python3-onnx.
-std::string export_run(const TempDir& dir, const RunFiles& run, const std::string& name, const std::string& target) {
-    const std::string out = (dir.path() / (name + ".onnx")).string();
-    Process p = run_qdqtrain("export " + run.config_path + " --checkpoint " + run.checkpoint + " --out " + out +
-                             " --target " + target);
-    EXPECT_EQ(p.status, 0) << p.output;
-    EXPECT_EQ(python_onnx_check(out), "") << out;
-    return out;
-}
-
-// The trained float model's weights max-calibrated on 128 training features (forward in eval
-// mode) and saved as the QDQ run's checkpoint. Max: these tests judge the export, not the ranges.
-std::unique_ptr<Task> calibrated_task(const TempDir& dir, const RunFiles& fp32, RunFiles& qdq) {
-    nlohmann::json raw = run_config_to_json(fp32.config);
-    raw["quantization"] = {{"input", {{"calib_method", "max"}}}, {"calibrator", "max"}};
-    qdq = write_run(dir, "qdq.json", raw, (dir.path() / "qdq.h5").string());
-    std::unique_ptr<Task> task = make_task(qdq.config, {true, true});
-    load_model_weights(task->model(), fp32.checkpoint);
-    begin_calibration(task->model());
-    {
-        task->model().eval();
-        NoGradGuard no_grad;
-        Rng rng(1);
-        const int64_t features = std::min<int64_t>(128, task->train_size());
-        for (int64_t start = 0; start < features; start += 32) {
-            std::vector<int64_t> batch;
-            for (int64_t i = start; i < std::min(start + 32, features); ++i) batch.push_back(i);
-            task->train_loss(batch, rng);
-        }
-    }
-    load_activation_ranges(task->model(), {AmaxMethod::Max});
-    Checkpoint c;
-    c.model = task->model().state_dict();
-    c.config = qdq.config;
-    save_checkpoint(qdq.checkpoint, c);
-    return task;
-}
 
 // What the comparison of one export looks at, per evaluation row (an example or a SQuAD
 // window): the logits postprocessing reads, flattened (SQuAD: the window's start then end logits).
@@ -466,90 +392,4 @@ TEST(OnnxTasks, SquadReaderKeepsItsLogitsAndExactMatchAndF1) {
               eval.question_of, questions);
         std::printf("[ squad qdq %s: ORT ran ]%s\n", target.c_str(), op_listing(op_counts(optimized)).c_str());
     }
-}
-
-namespace {
-
-// The exported model rewritten by `edit` into `out`.
-std::string edited_model(const std::string& in_path, const std::string& out, const std::function<void(onnx::GraphProto&)>& edit) {
-    onnx::ModelProto model;
-    std::ifstream in(in_path, std::ios::binary);
-    EXPECT_TRUE(model.ParseFromIstream(&in)) << in_path;
-    edit(*model.mutable_graph());
-    std::ofstream written(out, std::ios::binary);
-    EXPECT_TRUE(model.SerializeToOstream(&written)) << out;
-    return out;
-}
-
-}  // namespace
-
-// The fidelity report (stages/onnx_fidelity.h) on the trained IMDB classifier, max-calibrated and
-// exported for ONNX Runtime: its 40 quantizers are where the export put them, with the very
-// scales, and the codes agree but for float rounding's ties (a handful of elements, one step,
-// amplified by the quantizers after them to at most kMaxSteps); the labels are the framework's.
-// A scale one ulp off and a Q/DQ pair dropped are each found and named.
-TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
-    for (const char* file : {kVocab, kImdbTrain, kImdbTest}) QDQ_REQUIRE_DATA_FILE(file);
-    QDQ_REQUIRE(onnxruntime);
-    QDQ_REQUIRE(python_onnx);
-    TempDir dir;
-    const RunFiles fp32 = imdb_run(dir, 64);
-    std::unique_ptr<Task> trained = make_task(fp32.config, {true, true});
-    ASSERT_EQ(train(fp32.config, *trained).status, TrainStatus::finished);
-    RunFiles qdq;
-    std::unique_ptr<Task> task = calibrated_task(dir, fp32, qdq);
-    const std::string model = export_run(dir, qdq, "qdq", "onnxruntime-cpu");
-    const FidelityOptions options{.examples = 64, .batch_size = 32};
-
-    constexpr double kMaxSteps = 2;
-    const FidelityReport clean = check_onnx_fidelity(*task, model, options);
-    std::printf("%s", fidelity_markdown(clean).c_str());
-    EXPECT_EQ(clean.examples, 64);
-    EXPECT_EQ(clean.quantizers.size(), 40u);
-    EXPECT_TRUE(clean.missing.empty());
-    ASSERT_FALSE(clean.quantizers.empty());
-    EXPECT_EQ(clean.quantizers[0].moved, 0) << "the embeddings' LayerNorm output, before any quantized product";
-    for (const QuantizerFidelity& q : clean.quantizers) {
-        EXPECT_EQ(q.scale_ulps, 0) << q.name;
-        EXPECT_LE(q.max_steps, kMaxSteps) << q.name;
-        EXPECT_LE(q.moved * 1000, q.elements) << q.name;
-    }
-    for (const std::vector<OutputFidelity>* outputs : {&clean.probe, &clean.deployed}) {
-        ASSERT_EQ(outputs->size(), 1u);
-        EXPECT_EQ(outputs->at(0).argmax_agree, 64);
-    }
-
-    const std::string nudged = "layer.1.intermediate.dense._input_quantizer";
-    const std::string one_ulp = edited_model(model, (dir.path() / "one_ulp.onnx").string(), [&](onnx::GraphProto& g) {
-        for (onnx::TensorProto& t : *g.mutable_initializer())
-            if (t.name() == nudged + ".scale") {
-                std::string& raw_bytes = *t.mutable_raw_data();
-                int32_t bits;
-                std::memcpy(&bits, raw_bytes.data(), sizeof bits);
-                ++bits;
-                std::memcpy(raw_bytes.data(), &bits, sizeof bits);
-            }
-    });
-    const FidelityReport off = check_onnx_fidelity(*task, one_ulp, options);
-    for (const QuantizerFidelity& q : off.quantizers) EXPECT_EQ(q.scale_ulps, q.name == nudged ? 1 : 0) << q.name;
-
-    // The residual's addend of layer 0's attention output passed on unquantized: its Q and DQ
-    // gone, their consumer reading the Q's input.
-    const std::string dropped = "layer.0.attention.output.add_residual_input_quantizer";
-    const std::string without = edited_model(model, (dir.path() / "dropped.onnx").string(), [&](onnx::GraphProto& g) {
-        std::string source;
-        for (const onnx::NodeProto& node : g.node())
-            if (node.name() == dropped + ".quantize") source = node.input(0);
-        ASSERT_FALSE(source.empty());
-        google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-        for (const onnx::NodeProto& node : g.node())
-            if (!node.name().starts_with(dropped + ".")) *kept.Add() = node;
-        for (onnx::NodeProto& node : kept)
-            for (std::string& input : *node.mutable_input())
-                if (input == dropped + ".dequantize") input = source;
-        g.mutable_node()->Swap(&kept);
-    });
-    const FidelityReport gone = check_onnx_fidelity(*task, without, options);
-    EXPECT_EQ(gone.missing, std::vector<std::string>{dropped});
-    EXPECT_EQ(gone.quantizers.size(), 39u);
 }

@@ -1,0 +1,105 @@
+// The fidelity report (stages/onnx_fidelity.h) on a trained IMDB classifier exported for ONNX
+// Runtime (tests/support/onnx_task_runs.h): clean, then with a scale nudged by one ulp and with a
+// Q/DQ pair taken out of the exported graph.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+#include <onnx/onnx_pb.h>
+
+#include "stages/onnx_fidelity.h"
+#include "tests/support/data.h"
+#include "tests/support/onnx_task_runs.h"
+#include "tests/test_onnx_support.h"
+#include "trainers/trainer.h"
+
+using namespace qdq;
+using namespace qdq::testing;
+
+namespace {
+
+// The exported model rewritten by `edit` into `out`.
+std::string edited_model(const std::string& in_path, const std::string& out, const std::function<void(onnx::GraphProto&)>& edit) {
+    onnx::ModelProto model;
+    std::ifstream in(in_path, std::ios::binary);
+    EXPECT_TRUE(model.ParseFromIstream(&in)) << in_path;
+    edit(*model.mutable_graph());
+    std::ofstream written(out, std::ios::binary);
+    EXPECT_TRUE(model.SerializeToOstream(&written)) << out;
+    return out;
+}
+
+}  // namespace
+
+// The fidelity report (stages/onnx_fidelity.h) on the trained IMDB classifier, max-calibrated and
+// exported for ONNX Runtime: its 40 quantizers are where the export put them, with the very
+// scales, and the codes agree but for float rounding's ties (a handful of elements, one step,
+// amplified by the quantizers after them to at most kMaxSteps); the labels are the framework's.
+// A scale one ulp off and a Q/DQ pair dropped are each found and named.
+TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
+    for (const char* file : {kVocab, kImdbTrain, kImdbTest}) QDQ_REQUIRE_DATA_FILE(file);
+    QDQ_REQUIRE(onnxruntime);
+    QDQ_REQUIRE(python_onnx);
+    TempDir dir;
+    const RunFiles fp32 = imdb_run(dir, 64);
+    std::unique_ptr<Task> trained = make_task(fp32.config, {true, true});
+    ASSERT_EQ(train(fp32.config, *trained).status, TrainStatus::finished);
+    RunFiles qdq;
+    std::unique_ptr<Task> task = calibrated_task(dir, fp32, qdq);
+    const std::string model = export_run(dir, qdq, "qdq", "onnxruntime-cpu");
+    const FidelityOptions options{.examples = 64, .batch_size = 32};
+
+    constexpr double kMaxSteps = 2;
+    const FidelityReport clean = check_onnx_fidelity(*task, model, options);
+    std::printf("%s", fidelity_markdown(clean).c_str());
+    EXPECT_EQ(clean.examples, 64);
+    EXPECT_EQ(clean.quantizers.size(), 40u);
+    EXPECT_TRUE(clean.missing.empty());
+    ASSERT_FALSE(clean.quantizers.empty());
+    EXPECT_EQ(clean.quantizers[0].moved, 0) << "the embeddings' LayerNorm output, before any quantized product";
+    for (const QuantizerFidelity& q : clean.quantizers) {
+        EXPECT_EQ(q.scale_ulps, 0) << q.name;
+        EXPECT_LE(q.max_steps, kMaxSteps) << q.name;
+        EXPECT_LE(q.moved * 1000, q.elements) << q.name;
+    }
+    for (const std::vector<OutputFidelity>* outputs : {&clean.probe, &clean.deployed}) {
+        ASSERT_EQ(outputs->size(), 1u);
+        EXPECT_EQ(outputs->at(0).argmax_agree, 64);
+    }
+
+    const std::string nudged = "layer.1.intermediate.dense._input_quantizer";
+    const std::string one_ulp = edited_model(model, (dir.path() / "one_ulp.onnx").string(), [&](onnx::GraphProto& g) {
+        for (onnx::TensorProto& t : *g.mutable_initializer())
+            if (t.name() == nudged + ".scale") {
+                std::string& raw_bytes = *t.mutable_raw_data();
+                int32_t bits;
+                std::memcpy(&bits, raw_bytes.data(), sizeof bits);
+                ++bits;
+                std::memcpy(raw_bytes.data(), &bits, sizeof bits);
+            }
+    });
+    const FidelityReport off = check_onnx_fidelity(*task, one_ulp, options);
+    for (const QuantizerFidelity& q : off.quantizers) EXPECT_EQ(q.scale_ulps, q.name == nudged ? 1 : 0) << q.name;
+
+    // The residual's addend of layer 0's attention output passed on unquantized: its Q and DQ
+    // gone, their consumer reading the Q's input.
+    const std::string dropped = "layer.0.attention.output.add_residual_input_quantizer";
+    const std::string without = edited_model(model, (dir.path() / "dropped.onnx").string(), [&](onnx::GraphProto& g) {
+        std::string source;
+        for (const onnx::NodeProto& node : g.node())
+            if (node.name() == dropped + ".quantize") source = node.input(0);
+        ASSERT_FALSE(source.empty());
+        google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+        for (const onnx::NodeProto& node : g.node())
+            if (!node.name().starts_with(dropped + ".")) *kept.Add() = node;
+        for (onnx::NodeProto& node : kept)
+            for (std::string& input : *node.mutable_input())
+                if (input == dropped + ".dequantize") input = source;
+        g.mutable_node()->Swap(&kept);
+    });
+    const FidelityReport gone = check_onnx_fidelity(*task, without, options);
+    EXPECT_EQ(gone.missing, std::vector<std::string>{dropped});
+    EXPECT_EQ(gone.quantizers.size(), 39u);
+}
