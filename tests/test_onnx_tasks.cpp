@@ -363,7 +363,7 @@ TEST(OnnxTasks, SquadReaderKeepsItsLogitsAndExactMatchAndF1) {
         {"data",
          {{"task", "squad"}, {"train_files", kSquadDev}, {"squad_eval_fraction", 0.1}, {"vocab", kVocab},
           {"max_seq_length", 128}, {"doc_stride", 64}, {"max_train_examples", 600}, {"max_eval_examples", 300}}},
-        {"training", training(dir, 80)}};
+        {"training", training_section(dir, 80)}};
     const RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
     std::unique_ptr<Task> task = make_task(fp32.config, {true, true});
     ASSERT_EQ(train(fp32.config, *task).status, TrainStatus::finished);

@@ -19,7 +19,7 @@ nlohmann::json small_bert() {
             {"intermediate_size", 256}, {"max_position_embeddings", 128}};
 }
 
-nlohmann::json training(const TempDir& dir, int64_t steps) {
+nlohmann::json training_section(const TempDir& dir, int64_t steps) {
     return {{"output_dir", (dir.path() / "run").string()}, {"seed", 3}, {"per_device_train_batch_size", 16},
             {"per_device_eval_batch_size", 64}, {"max_steps", steps}, {"learning_rate", 3e-3},
             {"weight_decay", 0.01}, {"warmup_ratio", 0.1}, {"logging_steps", steps}, {"eval_steps", steps},
@@ -32,7 +32,7 @@ RunFiles imdb_run(const TempDir& dir, int64_t eval_examples) {
         {"data",
          {{"task", "classification"}, {"dataset", "imdb"}, {"train_files", kImdbTrain}, {"eval_files", kImdbTest},
           {"vocab", kVocab}, {"max_seq_length", 64}, {"max_train_examples", 800}, {"max_eval_examples", eval_examples}}},
-        {"training", training(dir, 100)}};
+        {"training", training_section(dir, 100)}};
     return write_run(dir, "fp32.json", raw, (dir.path() / "run" / "model.h5").string());
 }
 

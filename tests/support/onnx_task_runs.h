@@ -19,12 +19,12 @@ inline constexpr const char* kImdbTrain = "imdb/imdb_train.jsonl.gz";
 inline constexpr const char* kImdbTest = "imdb/imdb_test.jsonl.gz";
 inline constexpr const char* kSquadDev = "squad/dev-v1.1.json.gz";
 
-// model.config: 2 layers, hidden 64, 4 heads, intermediate 256, BERT's vocabulary.
+// The model.config section: 2 layers, hidden 64, 4 heads, intermediate 256, BERT's vocabulary.
 nlohmann::json small_bert();
 
 // The training section: seed 3, batch 16, learning rate 3e-3, `steps` steps into DIR/run,
 // logging, evaluating and saving once at the end.
-nlohmann::json training(const TempDir& dir, int64_t steps);
+nlohmann::json training_section(const TempDir& dir, int64_t steps);
 
 // The IMDB run of the classifier's tests: 800 reviews cut to 64 tokens, 100 steps, and the first
 // `eval_examples` test reviews.
