@@ -32,7 +32,8 @@ struct StepSums {
 // Whether the graph holds the quantizer's tensor with its last two dimensions swapped: a Linear's
 // weight, stored [in, out] for MatMul, and the key of Q·Kᵀ, quantized after its transpose.
 bool transposed_in_graph(const std::string& name, const TensorQuantizer& q) {
-    return q.role == QuantRole::Weight || name.ends_with(std::string(nn::quantizer_sites::kMatmulK) + ".dequantize");
+    static const std::string key = std::string(nn::quantizer_sites::kMatmulK) + kDequantize;
+    return q.role == QuantRole::Weight || name.ends_with(key);
 }
 
 // `ours` (the framework's fake-quantized tensor) against `theirs` (the DequantizeLinear's output),
@@ -95,26 +96,43 @@ int64_t scale_ulps(const TensorQuantizer& q, const DequantizedValue& v, const st
 
 }  // namespace
 
+namespace {
+
+StepAgreement agreement_of(const StepSums& s) {
+    return {.max_steps = s.max_steps, .mean_steps = s.elements ? s.sum_steps / (double)s.elements : 0.0, .moved = s.moved};
+}
+
+// The probe of `kind` written beside the model, run on `batches` and removed.
+OnnxRuntimeResult run_probe(const std::string& model_path, ProbeKind kind, const std::vector<nn::BertInputs>& batches,
+                            const OnnxRuntimeOptions& runtime, std::vector<DequantizedValue>& values) {
+    const std::string probe_path = model_path + ".probe.onnx";
+    try {
+        values = write_probe(model_path, probe_path, kind);
+        OnnxRuntimeResult result = run_onnxruntime(probe_path, batches, runtime);
+        std::filesystem::remove(probe_path);
+        return result;
+    } catch (...) {
+        std::filesystem::remove(probe_path);
+        throw;
+    }
+}
+
+}  // namespace
+
 FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, const FidelityOptions& options) {
     std::vector<nn::BertInputs> batches = task.eval_inputs(options.batch_size);
     const size_t count = (size_t)std::max<int64_t>(1, (options.examples + options.batch_size - 1) / options.batch_size);
     batches.resize(std::min(batches.size(), count));
 
-    const std::string probe_path = model_path + ".probe.onnx";
-    const std::vector<DequantizedValue> dequantized = write_dequantized_probe(model_path, probe_path);
     OnnxRuntimeOptions runtime;
     runtime.threads = options.threads;
-    OnnxRuntimeResult probe;
-    try {
-        OnnxRuntimeOptions as_defined = runtime;
-        as_defined.optimization = "disabled";
-        probe = run_onnxruntime(probe_path, batches, as_defined);
-    } catch (...) {
-        std::filesystem::remove(probe_path);
-        throw;
-    }
-    std::filesystem::remove(probe_path);
-    const OnnxRuntimeResult deployed = run_onnxruntime(model_path, batches, runtime);
+    OnnxRuntimeOptions as_defined = runtime;
+    as_defined.optimization = "disabled";
+    std::vector<DequantizedValue> dequantized, deployed_values;
+    const OnnxRuntimeResult probe = run_probe(model_path, ProbeKind::AsDefined, batches, as_defined, dequantized);
+    const OnnxRuntimeResult deployed = run_probe(model_path, ProbeKind::AsDeployed, batches, runtime, deployed_values);
+    std::map<std::string, std::string> deployed_output;
+    for (const DequantizedValue& v : deployed_values) deployed_output[v.output] = v.probe_output;
 
     // The framework's quantizers in graph order, by their DequantizeLinear's output.
     std::map<std::string, TensorQuantizer*> by_output;
@@ -132,15 +150,19 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
     }
     for (const auto& [output, q] : by_output) report.missing.push_back(output.substr(0, output.size() - kDequantize.size()));
 
-    std::vector<StepSums> sums(ordered.size());
+    std::vector<StepSums> defined_sums(ordered.size()), deployed_sums(ordered.size());
     std::vector<NamedOutputs> ours;
     for (auto& [output, q] : ordered) q->keep_output = true;
     for (size_t b = 0; b < batches.size(); ++b) {
         ours.push_back(task.eval_outputs({batches[b]})[0]);
         for (size_t i = 0; i < ordered.size(); ++i) {
             const auto& [output, q] = ordered[i];
-            compare_quantized(sums[i], output, q->kept, probe.outputs[b].at(output), transposed_in_graph(output, *q),
-                              steps_of(*q));
+            const bool transposed = transposed_in_graph(output, *q);
+            compare_quantized(defined_sums[i], output, q->kept, probe.outputs[b].at(output), transposed, steps_of(*q));
+            auto in_deployed = deployed_output.find(output);
+            if (in_deployed != deployed_output.end())
+                compare_quantized(deployed_sums[i], output, q->kept, deployed.outputs[b].at(in_deployed->second), transposed,
+                                  steps_of(*q));
         }
         report.examples += batches[b].input_ids.shape()[0];
     }
@@ -149,56 +171,71 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
         q->kept = Tensor();
     }
     for (size_t i = 0; i < ordered.size(); ++i) {
-        const StepSums& s = sums[i];
         const std::string& output = ordered[i].first;
-        report.quantizers.push_back({.name = output.substr(0, output.size() - kDequantize.size()),
-                                     .elements = s.elements,
-                                     .max_steps = s.max_steps,
-                                     .mean_steps = s.elements ? s.sum_steps / (double)s.elements : 0.0,
-                                     .moved = s.moved,
-                                     .scale_ulps = scale_ulps(*ordered[i].second, dequantized[i], output)});
-        if (!report.first_parting && s.moved > 0) report.first_parting = i;
+        QuantizerFidelity q{.name = output.substr(0, output.size() - kDequantize.size()),
+                            .elements = defined_sums[i].elements,
+                            .as_defined = agreement_of(defined_sums[i]),
+                            .as_deployed = std::nullopt,
+                            .scale_ulps = scale_ulps(*ordered[i].second, dequantized[i], output)};
+        if (deployed_output.count(output)) q.as_deployed = agreement_of(deployed_sums[i]);
+        if (!report.first_parting && q.as_defined.moved > 0) report.first_parting = i;
+        if (!report.first_parting_deployed && q.as_deployed && q.as_deployed->moved > 0) report.first_parting_deployed = i;
+        report.quantizers.push_back(std::move(q));
     }
     report.probe = compare_outputs(ours, probe.outputs);
     report.deployed = compare_outputs(ours, deployed.outputs);
     return report;
 }
 
+namespace {
+
+std::string parting_text(const FidelityReport& r, const std::optional<size_t>& first) {
+    return first ? "`" + r.quantizers[*first].name + "`" : std::string("none, every code agrees");
+}
+
+}  // namespace
+
 std::string fidelity_markdown(const FidelityReport& r) {
     std::ostringstream md;
     md << "# " << r.model << " against the framework's model\n\n"
        << r.examples << " evaluation examples, the longest. Steps are each quantizer's amax/127; a code moved is an "
-          "element half a step or more apart.\n\n"
+          "element half a step or more apart. As defined: every DequantizeLinear, the graph run without "
+          "optimizations. As deployed: the codes ONNX Runtime's fused kernels read (weights are constants there).\n\n"
        << "| model | output | rows | same argmax | largest difference | of the probabilities |\n"
        << "|---|---|---:|---:|---:|---:|\n";
-    for (const auto& [label, outputs] : {std::pair{"probe (Q/DQ as ONNX defines them)", &r.probe},
-                                         std::pair{"as exported (ONNX Runtime's kernels)", &r.deployed}})
+    for (const auto& [label, outputs] : {std::pair{"as defined (Q/DQ as ONNX defines them)", &r.probe},
+                                         std::pair{"as deployed (ONNX Runtime's kernels)", &r.deployed}})
         for (const OutputFidelity& o : *outputs)
             md << "| " << label << " | " << o.name << " | " << o.rows << " | " << o.argmax_agree << " | "
                << general(o.max_difference) << " | " << general(o.max_probability_difference) << " |\n";
-    md << "\nFirst parting: "
-       << (r.first_parting ? "`" + r.quantizers[*r.first_parting].name + "`" : std::string("none, every code agrees"))
-       << ".\n\n";
+    md << "\nFirst parting as defined: " << parting_text(r, r.first_parting)
+       << ". As deployed: " << parting_text(r, r.first_parting_deployed) << ".\n\n";
     if (!r.missing.empty()) {
         md << "Quantizing in the framework, not in the graph:";
         for (const std::string& name : r.missing) md << " `" << name << "`";
         md << "\n\n";
     }
-    md << "| quantizer (graph order) | scales off by (ulps) | elements | largest (steps) | mean (steps) | codes moved |\n"
-       << "|---|---:|---:|---:|---:|---:|\n";
-    for (const QuantizerFidelity& q : r.quantizers)
-        md << "| " << q.name << " | " << q.scale_ulps << " | " << q.elements << " | " << general(q.max_steps) << " | "
-           << general(q.mean_steps) << " | " << q.moved << " |\n";
+    md << "| quantizer (graph order) | scales off by (ulps) | elements | as defined: largest (steps) | mean (steps) | "
+          "codes moved | as deployed: largest (steps) | codes moved |\n"
+       << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const QuantizerFidelity& q : r.quantizers) {
+        md << "| " << q.name << " | " << q.scale_ulps << " | " << q.elements << " | " << general(q.as_defined.max_steps)
+           << " | " << general(q.as_defined.mean_steps) << " | " << q.as_defined.moved << " | ";
+        if (q.as_deployed) md << general(q.as_deployed->max_steps) << " | " << q.as_deployed->moved << " |\n";
+        else md << " |  |\n";
+    }
     return md.str();
 }
 
 nlohmann::json fidelity_summary(const FidelityReport& r) {
-    double largest = 0;
+    double largest = 0, largest_deployed = 0;
     int64_t scale_ulps = 0;
     for (const QuantizerFidelity& q : r.quantizers) {
-        largest = std::max(largest, q.max_steps);
+        largest = std::max(largest, q.as_defined.max_steps);
+        if (q.as_deployed) largest_deployed = std::max(largest_deployed, q.as_deployed->max_steps);
         scale_ulps = std::max(scale_ulps, q.scale_ulps);
     }
+    auto name_at = [&](const std::optional<size_t>& i) { return i ? nlohmann::json(r.quantizers[*i].name) : nlohmann::json(); };
     nlohmann::json outputs = nlohmann::json::object();
     for (const OutputFidelity& o : r.deployed)
         outputs[o.name] = {{"rows", o.rows}, {"same_argmax", o.argmax_agree}, {"largest_difference", o.max_difference},
@@ -206,9 +243,11 @@ nlohmann::json fidelity_summary(const FidelityReport& r) {
     return {{"examples", r.examples},
             {"quantizers", r.quantizers.size()},
             {"largest_steps", largest},
+            {"largest_steps_deployed", largest_deployed},
             {"scale_ulps", scale_ulps},
             {"missing", r.missing},
-            {"first_parting", r.first_parting ? nlohmann::json(r.quantizers[*r.first_parting].name) : nlohmann::json()},
+            {"first_parting", name_at(r.first_parting)},
+            {"first_parting_deployed", name_at(r.first_parting_deployed)},
             {"deployed", outputs}};
 }
 

@@ -5,7 +5,10 @@
 // are compared twice: in the probe (onnx/onnx_probe.h), run without ONNX Runtime's graph
 // optimizations, so every node as ONNX defines it, and in the model as exported, with all of them
 // (its fusions and integer kernels). The first says what the graph means, the second what
-// ONNX Runtime makes of it.
+// ONNX Runtime makes of it. The quantized tensors are compared both ways too: as defined (every
+// DequantizeLinear) and as deployed (the codes of every QuantizeLinear of a computed tensor, as
+// the fused kernels read them). Where the deployed codes first part is where a deployment starts
+// to compute another model.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +29,20 @@ struct FidelityOptions {
     int threads = 1;         // ONNX Runtime's intra-op threads
 };
 
-// One quantizer over every compared element.
-struct QuantizerFidelity {
-    std::string name;       // the framework's ("bert.encoder.layer.0.attention.self.query._input_quantizer")
-    int64_t elements = 0;
+// How far one quantizer's values lie from ONNX Runtime's, over every compared element.
+struct StepAgreement {
     double max_steps = 0;   // the largest |framework − ONNX Runtime|, in quantization steps
     double mean_steps = 0;
     int64_t moved = 0;      // elements half a step or more apart: another code
+};
+
+// One quantizer, against the graph as ONNX defines it and, for a computed tensor, against the
+// codes the deployed model's kernels consume (onnx/onnx_probe.h).
+struct QuantizerFidelity {
+    std::string name;       // the framework's ("bert.encoder.layer.0.attention.self.query._input_quantizer")
+    int64_t elements = 0;
+    StepAgreement as_defined;
+    std::optional<StepAgreement> as_deployed;  // none for weights, folded into constants
     // The scales of its QuantizeLinear and DequantizeLinear against the framework's amax/127, in
     // ulps (0: the very floats the export writes); the largest over channels.
     int64_t scale_ulps = 0;
@@ -42,17 +52,18 @@ struct FidelityReport {
     std::string model;
     int64_t examples = 0;
     std::vector<QuantizerFidelity> quantizers;  // in graph order
-    std::vector<OutputFidelity> probe;          // the probe's outputs
-    std::vector<OutputFidelity> deployed;       // the exported model's outputs
-    // The first quantizer in graph order with a moved code, if any.
+    std::vector<OutputFidelity> probe;          // the outputs as defined
+    std::vector<OutputFidelity> deployed;       // the outputs as deployed: the exported model's
+    // The first quantizer in graph order with a moved code, if any, as defined and as deployed.
     std::optional<size_t> first_parting;
+    std::optional<size_t> first_parting_deployed;
     // Quantizers that quantize in the framework with no DequantizeLinear in the graph (for
     // onnxruntime-cpu, a weight whose input is float is folded into its initializer, legitimately).
     std::vector<std::string> missing;
 };
 
 // `task`'s model holds the quantized weights and ranges that `model_path` was exported from.
-// Writes the probe beside the model (removed afterwards). A quantizer without a DequantizeLinear
+// Writes the two probes beside the model (removed afterwards). A quantizer without a DequantizeLinear
 // is listed in `missing`; throws when a DequantizeLinear stands for no quantizer of the model or
 // the shapes cannot be matched.
 FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, const FidelityOptions& options);

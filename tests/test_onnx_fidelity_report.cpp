@@ -9,6 +9,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnx/onnx_probe.h"
+#include "onnx/onnx_runtime.h"
 #include "stages/onnx_fidelity.h"
 #include "tests/support/data.h"
 #include "tests/support/onnx_task_runs.h"
@@ -35,8 +37,9 @@ std::string edited_model(const std::string& in_path, const std::string& out, con
 
 // The fidelity report (stages/onnx_fidelity.h) on the trained IMDB classifier, max-calibrated and
 // exported for ONNX Runtime: its 40 quantizers are where the export put them, with the very
-// scales, and the codes agree but for float rounding's ties (a handful of elements, one step,
-// amplified by the quantizers after them to at most kMaxSteps); the labels are the framework's.
+// scales, and the codes agree, as defined and as deployed, but for float rounding's ties (a
+// handful of elements, one step, amplified by the quantizers after them to at most kMaxSteps);
+// the labels are the framework's.
 // A scale one ulp off and a Q/DQ pair dropped are each found and named.
 TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     for (const char* file : {kVocab, kImdbTrain, kImdbTest}) QDQ_REQUIRE_DATA_FILE(file);
@@ -58,16 +61,35 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     EXPECT_EQ(clean.quantizers.size(), 40u);
     EXPECT_TRUE(clean.missing.empty());
     ASSERT_FALSE(clean.quantizers.empty());
-    EXPECT_EQ(clean.quantizers[0].moved, 0) << "the embeddings' LayerNorm output, before any quantized product";
+    EXPECT_EQ(clean.quantizers[0].as_defined.moved, 0) << "the embeddings' LayerNorm output, before any quantized product";
+    int computed = 0;
     for (const QuantizerFidelity& q : clean.quantizers) {
         EXPECT_EQ(q.scale_ulps, 0) << q.name;
-        EXPECT_LE(q.max_steps, kMaxSteps) << q.name;
-        EXPECT_LE(q.moved * 1000, q.elements) << q.name;
+        std::vector<StepAgreement> ways{q.as_defined};
+        if (q.as_deployed) ways.push_back(*q.as_deployed);
+        for (const StepAgreement& a : ways) {
+            EXPECT_LE(a.max_steps, kMaxSteps) << q.name;
+            EXPECT_LE(a.moved * 1000, q.elements) << q.name;
+        }
+        computed += q.as_deployed.has_value();
+        EXPECT_EQ(q.as_deployed.has_value(), !q.name.ends_with("_weight_quantizer")) << q.name;
     }
+    EXPECT_EQ(computed, 28) << "per layer: six Linear inputs, the attention products' four, two Add & Norms' two addends";
     for (const std::vector<OutputFidelity>* outputs : {&clean.probe, &clean.deployed}) {
         ASSERT_EQ(outputs->size(), 1u);
         EXPECT_EQ(outputs->at(0).argmax_agree, 64);
     }
+
+    // The deployed probe reads the codes beside ONNX Runtime's fused kernels without changing
+    // them: its outputs are the exported model's, bit for bit.
+    std::vector<nn::BertInputs> batches = task->eval_inputs(32);
+    batches.resize(2);
+    const std::string probe = (dir.path() / "probe.onnx").string();
+    EXPECT_EQ(write_probe(model, probe, ProbeKind::AsDeployed).size(), 28u);
+    const OnnxRuntimeResult probed = run_onnxruntime(probe, batches, {});
+    const OnnxRuntimeResult exported = run_onnxruntime(model, batches, {});
+    for (size_t b = 0; b < batches.size(); ++b)
+        EXPECT_EQ(probed.outputs[b].at("logits").to_vector(), exported.outputs[b].at("logits").to_vector()) << "batch " << b;
 
     const std::string nudged = "layer.1.intermediate.dense._input_quantizer";
     const std::string one_ulp = edited_model(model, (dir.path() / "one_ulp.onnx").string(), [&](onnx::GraphProto& g) {
