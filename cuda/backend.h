@@ -93,12 +93,13 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C, int64_t padding_idx);
 // Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device, integer
-// range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h); the
+// range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h), or with
+// `codes` the integer codes themselves, not divided back (quant_codes); the
 // backward's straight-through gradient by `rule` (cuda/kernels/fake_quant.cuh: clipped STE,
 // PACT, LSQ); a learned range's gradient, damax[c] += factor · Σ dy·term over channel c, the
 // sum in double and its partials added in a fixed order.
 void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
-                        int64_t n, bool clip_to_amax);
+                        int64_t n, bool clip_to_amax, bool codes);
 void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, float bound, float lo, int64_t C,
                          int64_t inner, int64_t n, int rule);
 void learned_range_backward(float* damax, const float* dy, const float* x, const float* amax, float bound, float lo,

@@ -58,7 +58,7 @@ void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { un
 void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
 void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t, int64_t) { unavailable(); }
-void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, bool) {
+void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, bool, bool) {
     unavailable();
 }
 void fake_quant_backward(float*, const float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, int) {

@@ -9,8 +9,8 @@
 namespace qdq::cuda {
 
 void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
-                        int64_t n, bool clip_to_amax) {
-    for_each(n, FakeQuantForwardOp{y, x, amax, bound, lo, C, inner, clip_to_amax});
+                        int64_t n, bool clip_to_amax, bool codes) {
+    for_each(n, FakeQuantForwardOp{y, x, amax, bound, lo, C, inner, clip_to_amax, codes});
 }
 void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, float bound, float lo, int64_t C,
                          int64_t inner, int64_t n, int rule) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autograd/ops.h"
+#include "quant/integer_product.h"
 
 namespace qdq::nn {
 
@@ -50,9 +51,9 @@ Tensor BertSelfAttention::forward(const Tensor& x, const Tensor& mask, Rng& rng)
     Tensor k = split_heads(key.forward(x), heads);
     Tensor v = split_heads(value.forward(x), heads);
     float scale = 1.0f / std::sqrt((float)q.size(-1));
-    Tensor scores = matmul(quantize(matmul_q_input_quantizer, q), quantize(matmul_k_input_quantizer, k), false, true);
+    Tensor scores = quantized_matmul(q, matmul_q_input_quantizer, k, matmul_k_input_quantizer, true);
     Tensor probs = dropout.forward(softmax(scores, scale, mask), rng);  // [B, H, T, T]
-    return merge_heads(matmul(quantize(matmul_a_input_quantizer, probs), quantize(matmul_v_input_quantizer, v)));
+    return merge_heads(quantized_matmul(probs, matmul_a_input_quantizer, v, matmul_v_input_quantizer));
 }
 
 BertResidualOutput::BertResidualOutput(int64_t in_features, const BertConfig& c, Rng& init_rng)

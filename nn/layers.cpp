@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "autograd/ops.h"
+#include "quant/integer_product.h"
 
 namespace qdq::nn {
 
@@ -19,7 +20,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias, float i
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-    return linear(quantize(input_quantizer, x), quantize(weight_quantizer, weight), bias);
+    return quantized_linear(x, input_quantizer, weight, weight_quantizer, bias);
 }
 
 Embedding::Embedding(int64_t count, int64_t dim, float init_std, Rng& init_rng, int64_t padding_idx)

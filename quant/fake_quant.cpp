@@ -136,17 +136,25 @@ double learned_range_factor(const QuantParams& p, const AxisSplit& split, float 
     return p.learn_step_size ? 1.0 / (std::sqrt((double)(split.outer * split.inner) * bound) * bound) : 1.0;
 }
 
-// The device path (cuda/kernels/fake_quant.cuh), the ranges checked on the CPU first.
-Tensor fake_quant_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split) {
+// The forward pass on the device (cuda/kernels/fake_quant.cuh), the ranges checked on the CPU
+// first: fake-quantized values, or with `codes` the integer codes.
+Tensor fake_quant_values_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split, bool codes) {
     const std::vector<float> ranges = amax.to_vector();
     for (size_t c = 0; c < ranges.size(); ++c)
         check(std::isfinite(ranges[c]) && ranges[c] >= 0.0f,
               "fake_quant: amax[" + std::to_string(c) + "] = " + std::to_string(ranges[c]) +
                   ": amax must be finite and >= 0 (NaN: not calibrated)");
+    Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
+    cuda::fake_quant_forward(y.f32(), x.f32(), amax.f32(), quant_bound(p), quant_min(p), split.n, split.inner, x.numel(),
+                             p.learn_amax, codes);
+    return y;
+}
+
+// The device path: the forward above and its straight-through backward.
+Tensor fake_quant_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split) {
+    Tensor y = fake_quant_values_cuda(x, amax, p, split, false);
     const float bound = quant_bound(p), lo = quant_min(p);
     const int rule = p.learn_step_size ? kLsq : p.learn_amax ? kPact : kClippedSte;
-    Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
-    cuda::fake_quant_forward(y.f32(), x.f32(), amax.f32(), bound, lo, split.n, split.inner, x.numel(), p.learn_amax);
     if (needs_grad({x, amax}))
         record(y, {x, amax}, [x, amax, split, bound, lo, rule, factor = learned_range_factor(p, split, bound)](const Tensor& gy) {
             if (x.requires_grad())
@@ -159,9 +167,8 @@ Tensor fake_quant_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p
     return y;
 }
 
-}  // namespace
-
-Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
+// The checks every call makes; x's split around the per-channel axis.
+AxisSplit checked_split(const Tensor& x, const Tensor& amax, const QuantParams& p) {
     check(x.defined() && x.dtype() == DType::F32, "fake_quant: x must be float32");
     check(amax.defined() && amax.dtype() == DType::F32, "fake_quant: amax must be float32");
     check(p.num_bits >= 2 && p.num_bits <= 16,
@@ -176,27 +183,52 @@ Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
           "fake_quant: amax has " + std::to_string(amax.numel()) + " values, expected " +
               std::to_string(split.n) + (p.axis ? " (one per channel)" : " (per tensor)"));
     check_same_device("fake_quant", {x, amax});
-    if (x.is_cuda()) return fake_quant_cuda(x, amax, p, split);
-    float bound = quant_bound(p), lo = quant_min(p);
+    return split;
+}
+
+// Each channel's scale, its amax checked; x checked when unsigned.
+std::vector<ChannelScale> checked_scales(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split) {
     std::vector<ChannelScale> scales((size_t)split.n);
     const float* pa = amax.f32();
     for (int64_t c = 0; c < split.n; ++c) {
         check(std::isfinite(pa[c]) && pa[c] >= 0.0f,
               "fake_quant: amax[" + std::to_string(c) + "] = " + std::to_string(pa[c]) +
                   ": amax must be finite and >= 0 (NaN: not calibrated)");
-        scales[(size_t)c] = channel_scale(pa[c], bound);
+        scales[(size_t)c] = channel_scale(pa[c], quant_bound(p));
     }
     if (p.unsigned_) check_no_negative(x);
+    return scales;
+}
 
+// The forward pass on the CPU: fake-quantized values, or with `codes` the integer codes.
+Tensor fake_quant_values(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split,
+                         const std::vector<ChannelScale>& scales, bool codes) {
+    const float bound = quant_bound(p), lo = quant_min(p);
     Tensor y = empty(x.shape());
     float* py = y.f32();
     const float* px = x.f32();
-    float clip = p.learn_amax ? pa[0] : INFINITY;
+    const float clip = p.learn_amax ? amax.f32()[0] : INFINITY;
     parallel_channel_runs(split, [&](int64_t begin, int64_t n, int64_t c) {
         const ChannelScale& s = scales[(size_t)c];
-        fake_quant_forward(py + begin, px + begin, s.scale, s.divisor, lo, bound, clip, n);
+        fake_quant_forward(py + begin, px + begin, s.scale, codes ? 1.0f : s.divisor, lo, bound, clip, n);
     });
+    return y;
+}
 
+}  // namespace
+
+Tensor quant_codes(const Tensor& x, const Tensor& amax, const QuantParams& p) {
+    const AxisSplit split = checked_split(x, amax, p);
+    if (x.is_cuda()) return fake_quant_values_cuda(x, amax, p, split, true);
+    return fake_quant_values(x, amax, p, split, checked_scales(x, amax, p, split), true);
+}
+
+Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& p) {
+    const AxisSplit split = checked_split(x, amax, p);
+    if (x.is_cuda()) return fake_quant_cuda(x, amax, p, split);
+    std::vector<ChannelScale> scales = checked_scales(x, amax, p, split);
+    Tensor y = fake_quant_values(x, amax, p, split, scales, false);
+    const float bound = quant_bound(p), lo = quant_min(p);
     if (needs_grad({x, amax}))
         record(y, {x, amax}, [x, amax, split, p, lo, bound, scales = std::move(scales)](const Tensor& gy) {
             const float* g = gy.f32();

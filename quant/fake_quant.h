@@ -67,4 +67,9 @@ float quant_min(const QuantParams& p);
 // amax may require grad only with learn_amax or learn_step_size, which exclude each other.
 Tensor fake_quant(const Tensor& x, const Tensor& amax, const QuantParams& params);
 
+// The integer codes fake_quant divides back, clamp(round(x·s), lo, bound), as floats (exact:
+// |code| <= 2^15). Not recorded: for products computed on the codes in evaluation
+// (quant/integer_product.h). The same checks as fake_quant.
+Tensor quant_codes(const Tensor& x, const Tensor& amax, const QuantParams& params);
+
 }  // namespace qdq

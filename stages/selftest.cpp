@@ -127,7 +127,7 @@ double check_exact_ops(int64_t C) {
     QuantParams params{.axis = 0};
     Tensor quantized = fake_quant(from_vector({4, C}, x), from_vector({4}, amax), params);
     DeviceArray<float> damax(amax);
-    cuda::fake_quant_forward(y.ptr, dx.ptr, damax.ptr, quant_bound(params), quant_min(params), 4, C, n, false);
+    cuda::fake_quant_forward(y.ptr, dx.ptr, damax.ptr, quant_bound(params), quant_min(params), 4, C, n, false, false);
     w = std::max(w, worst(y.host(), quantized.to_vector(), 0, 0));
     const std::vector<int32_t> ids = {3, 0, 3, 1};
     Tensor id_tensor = empty({4}, DType::I32);

@@ -144,8 +144,9 @@ TEST(CudaKernelsOnHost, EmbeddingGatherAndScatterAddMatchTheCpuOp) {
             cuda::for_each(n * C, cuda::EmbeddingBackwardOp{dweight.data(), dout.data(), ids.data(), C, padding_idx}, 64);
             EXPECT_EQ(gathered, out.to_vector()) << C;
             EXPECT_EQ(dweight, w.grad().to_vector()) << C << " padding_idx " << padding_idx;
-            if (padding_idx == 2)
+            if (padding_idx == 2) {
                 EXPECT_EQ(std::vector<float>(dweight.begin() + 2 * C, dweight.begin() + 3 * C), std::vector<float>((size_t)C, 0.0f));
+            }
         }
 }
 
@@ -199,7 +200,7 @@ TEST(CudaKernelsOnHost, AddLayerNormForwardAndBackwardMatchTheCpuOp) {
 
 // Per tensor and per channel (axis 0 of [C, inner], ranges 8× apart, one tiny amax that codes
 // everything 0), signed 8-bit and narrow 4-bit: the values and the STE's gradient equal the CPU
-// op's bit for bit, values at ties and beyond the range included.
+// op's bit for bit, values at ties and beyond the range included; so do the codes (quant_codes).
 TEST(CudaKernelsOnHost, FakeQuantForwardAndBackwardEqualTheCpuOpBitForBit) {
     for (int64_t inner : kLengths)
         for (bool per_channel : {false, true})
@@ -215,11 +216,14 @@ TEST(CudaKernelsOnHost, FakeQuantForwardAndBackwardEqualTheCpuOpBitForBit) {
                 backward(yt, from_vector({C, inner}, dy));
                 std::vector<float> y((size_t)n), dx((size_t)n, 0.0f);
                 const int64_t channels = per_channel ? C : 1, run = per_channel ? inner : n;
-                cuda::for_each(n, cuda::FakeQuantForwardOp{y.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, false}, 64);
+                cuda::for_each(n, cuda::FakeQuantForwardOp{y.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, false, false}, 64);
                 cuda::for_each(n, cuda::FakeQuantBackwardOp{dx.data(), dy.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, kClippedSte}, 64);
                 const std::string what = std::to_string(inner) + (per_channel ? " per channel " : " per tensor ") + std::to_string(bits);
                 EXPECT_EQ(y, yt.to_vector()) << what;
                 EXPECT_EQ(dx, xt.grad().to_vector()) << what;
+                std::vector<float> codes((size_t)n);
+                cuda::for_each(n, cuda::FakeQuantForwardOp{codes.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, false, true}, 64);
+                EXPECT_EQ(codes, quant_codes(from_vector({C, inner}, x), from_vector({(int64_t)amax.size()}, amax), params).to_vector()) << what;
             }
 }
 

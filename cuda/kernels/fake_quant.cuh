@@ -22,10 +22,11 @@ struct FakeQuantForwardOp {
     float bound, lo;
     int64_t C, inner;
     bool clip_to_amax;  // PACT
+    bool codes;         // the integer codes, not divided back (quant_codes)
     __host__ __device__ void operator()(int64_t i) const {
         const float a = amax[(i / inner) % C];
         const ChannelScale s = channel_scale(a, bound);
-        y[i] = fake_quant_value(x[i], s.scale, s.divisor, lo, bound, clip_to_amax ? a : INFINITY);
+        y[i] = fake_quant_value(x[i], s.scale, codes ? 1.0f : s.divisor, lo, bound, clip_to_amax ? a : INFINITY);
     }
 };
 
