@@ -61,6 +61,21 @@ E option_choice(std::map<std::string, std::string>& options, const std::string& 
     throw UsageError(flag + " must be one of " + choice_names(choices) + "; got '" + options[flag] + "'");
 }
 
+// A whole number >= 1 under `flag`, else `fallback` when it is absent.
+int64_t option_count(std::map<std::string, std::string>& options, const std::string& flag, int64_t fallback) {
+    if (!options.count(flag)) return fallback;
+    const std::string& text = options[flag];
+    size_t used = 0;
+    int64_t n = 0;
+    try {
+        n = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size() || n < 1) throw UsageError(flag + " must be a whole number >= 1; got '" + text + "'");
+    return n;
+}
+
 int run_eval(const RunConfig& config, std::map<std::string, std::string>& options) {
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
     std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false});
@@ -107,6 +122,7 @@ int run_predict(const RunConfig& config, std::map<std::string, std::string>& opt
 
 int run_export(const RunConfig& config, std::map<std::string, std::string>& options) {
     const QdqTarget target = option_choice(options, "--target", QdqTarget::TensorRT, kQdqTargetNames);
+    const int64_t examples = option_count(options, "--check-examples", 16);
     try {
         check_onnx_exportable(config);
     } catch (const std::exception& e) {
@@ -114,7 +130,8 @@ int run_export(const RunConfig& config, std::map<std::string, std::string>& opti
         return 2;
     }
     nlohmann::json summary = export_task_onnx(config, options["--checkpoint"], options["--out"], target);
-    if (options.count("--check")) summary["fidelity"] = check_exported_onnx(config, options["--checkpoint"], options["--out"]);
+    if (options.count("--check"))
+        summary["fidelity"] = check_exported_onnx(config, options["--checkpoint"], options["--out"], examples);
     std::printf("%s\n", summary.dump().c_str());
     return 0;
 }
@@ -183,7 +200,8 @@ const char* const kPredictHelp =
     "  --out FILE        write the predictions there instead of stdout\n";
 
 const char* const kExportUsage =
-    "usage: qdqtrain export CONFIG --checkpoint PATH --out FILE [--target TARGET] [--check] [--set KEY=VALUE]...\n";
+    "usage: qdqtrain export CONFIG --checkpoint PATH --out FILE [--target TARGET] [--check [--check-examples N]]\n"
+    "                       [--set KEY=VALUE]...\n";
 const char* const kExportHelp =
     "Writes the task model of CONFIG with the weights of PATH as an ONNX model (opset 13;\n"
     "inputs input_ids, attention_mask, token_type_ids, int64 [batch, sequence]; outputs\n"
@@ -198,7 +216,10 @@ const char* const kExportHelp =
     "                    (uint8 activations, int8 weights: ORT's fast x86 kernels)\n"
     "  --check           run the first evaluation examples through the framework and through\n"
     "                    ONNX Runtime and compare every quantized tensor in quantization steps\n"
-    "                    and the outputs: FILE.fidelity.md, summarised under \"fidelity\"\n";
+    "                    and the outputs (as ONNX defines the graph, and as ONNX Runtime's fused\n"
+    "                    kernels read them): FILE.fidelity.md, summarised under \"fidelity\"\n"
+    "  --check-examples N  how many of the evaluation examples --check runs (default 16,\n"
+    "                    the longest first)\n";
 
 const char* const kSavePretrainedUsage =
     "usage: qdqtrain save-pretrained CONFIG --checkpoint PATH --out DIR [--set KEY=VALUE]...\n";
@@ -221,7 +242,9 @@ const std::map<std::string, Command>& config_commands() {
         {"pipeline", {kPipelineUsage, kPipelineHelp, {}, {}, run_pipeline}},
         {"eval", {kEvalUsage, kEvalHelp, {"--checkpoint", "--out"}, {}, run_eval}},
         {"predict", {kPredictUsage, kPredictHelp, {"--checkpoint", "--input", "--out"}, {}, run_predict}},
-        {"export", {kExportUsage, kExportHelp, {"--checkpoint", "--out", "--target"}, {"--check"}, run_export, {"--target"}}},
+        {"export",
+         {kExportUsage, kExportHelp, {"--checkpoint", "--out", "--target", "--check-examples"}, {"--check"}, run_export,
+          {"--target", "--check-examples"}}},
         {"save-pretrained",
          {kSavePretrainedUsage, kSavePretrainedHelp, {"--checkpoint", "--out"}, {}, run_save_pretrained, {}}},
     };

@@ -45,8 +45,9 @@
 // round(x·(127/amax)) in float32: the two part where x·127/amax lies within an ulp of k + ½.
 // Exporting PQ's rounding exactly (a Mul by 127/amax, then QuantizeLinear with scale 1) cost 15%
 // of ONNX Runtime's time at BERT-mini's shape and left the labels as they were, 994 of the main
-// job's 1,000 test reviews the framework's: float rounding elsewhere (matrix products, LayerNorm,
-// GELU) moves codes far more often (stages/onnx_fidelity.h shows where).
+// job's 1,000 test reviews the framework's: float rounding elsewhere (LayerNorm, softmax, GELU;
+// matrix products too, before the framework computed them on the codes, quant/integer_product.h)
+// moves codes far more often (stages/onnx_fidelity.h shows where).
 //
 // Targets: tensorrt — every Q/DQ int8 with zero point 0 (TensorRT takes symmetric int8 only).
 // onnxruntime-cpu — activations uint8 with zero point 128 (the same numbers shifted: q + 128),

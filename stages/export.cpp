@@ -103,10 +103,11 @@ std::vector<NamedOutputs> framework_outputs(const RunConfig& config, const std::
     return task->eval_outputs(batches);
 }
 
-nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path) {
+nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path,
+                                   int64_t examples) {
     std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false, .on_run_device = false});
     load_weights_keeping_ranges(task->model(), checkpoint, config);
-    const FidelityReport report = check_onnx_fidelity(*task, onnx_path, {});
+    const FidelityReport report = check_onnx_fidelity(*task, onnx_path, {.examples = examples});
     const std::string path = onnx_path + ".fidelity.md";
     std::ofstream out(path, std::ios::trunc);
     out << fidelity_markdown(report);

@@ -39,8 +39,9 @@ std::vector<NamedOutputs> framework_outputs(const RunConfig& config, const std::
                                             const std::vector<nn::BertInputs>& batches);
 
 // The model export_task_onnx wrote to `onnx_path` from `checkpoint`, checked against the
-// framework's on the first examples of the config's evaluation set (stages/onnx_fidelity.h): writes
+// framework's on the first `examples` of the config's evaluation set (stages/onnx_fidelity.h): writes
 // the report to <onnx_path>.fidelity.md and returns its summary, with the report's path.
-nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path);
+nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path,
+                                   int64_t examples);
 
 }  // namespace qdq

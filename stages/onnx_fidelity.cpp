@@ -102,19 +102,31 @@ StepAgreement agreement_of(const StepSums& s) {
     return {.max_steps = s.max_steps, .mean_steps = s.elements ? s.sum_steps / (double)s.elements : 0.0, .moved = s.moved};
 }
 
-// The probe of `kind` written beside the model, run on `batches` and removed.
-OnnxRuntimeResult run_probe(const std::string& model_path, ProbeKind kind, const std::vector<nn::BertInputs>& batches,
-                            const OnnxRuntimeOptions& runtime, std::vector<DequantizedValue>& values) {
-    const std::string probe_path = model_path + ".probe.onnx";
-    try {
-        values = write_probe(model_path, probe_path, kind);
-        OnnxRuntimeResult result = run_onnxruntime(probe_path, batches, runtime);
-        std::filesystem::remove(probe_path);
-        return result;
-    } catch (...) {
-        std::filesystem::remove(probe_path);
-        throw;
+// A probe written beside the model for as long as the check runs.
+struct ProbeFile {
+    std::string path;
+    std::vector<DequantizedValue> values;
+    ProbeFile(const std::string& model_path, ProbeKind kind)
+        : path(model_path + (kind == ProbeKind::AsDefined ? ".defined" : ".deployed") + ".probe.onnx"),
+          values(write_probe(model_path, path, kind)) {}
+    ~ProbeFile() { std::filesystem::remove(path); }
+    ProbeFile(const ProbeFile&) = delete;
+    ProbeFile& operator=(const ProbeFile&) = delete;
+};
+
+// Each probe returns every quantized tensor, about 5 MB an example at BERT-mini's shape and ten
+// times that at BERT-base's: ONNX Runtime runs this many examples at a time, so that a check of
+// a whole evaluation set holds one group's tensors, not all of them.
+constexpr int64_t kExamplesPerRun = 32;
+
+// The model's own outputs of a probe's run (what compare_outputs reads), without the probed tensors.
+std::map<std::string, Tensor> model_outputs(const std::map<std::string, Tensor>& run, const NamedOutputs& framework) {
+    std::map<std::string, Tensor> kept;
+    for (const auto& [name, tensor] : framework) {
+        auto it = run.find(name);
+        if (it != run.end()) kept.insert(*it);
     }
+    return kept;
 }
 
 }  // namespace
@@ -124,15 +136,13 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
     const size_t count = (size_t)std::max<int64_t>(1, (options.examples + options.batch_size - 1) / options.batch_size);
     batches.resize(std::min(batches.size(), count));
 
-    OnnxRuntimeOptions runtime;
-    runtime.threads = options.threads;
-    OnnxRuntimeOptions as_defined = runtime;
-    as_defined.optimization = "disabled";
-    std::vector<DequantizedValue> dequantized, deployed_values;
-    const OnnxRuntimeResult probe = run_probe(model_path, ProbeKind::AsDefined, batches, as_defined, dequantized);
-    const OnnxRuntimeResult deployed = run_probe(model_path, ProbeKind::AsDeployed, batches, runtime, deployed_values);
+    OnnxRuntimeOptions deployed_runtime;
+    deployed_runtime.threads = options.threads;
+    OnnxRuntimeOptions defined_runtime = deployed_runtime;
+    defined_runtime.optimization = "disabled";
+    const ProbeFile defined(model_path, ProbeKind::AsDefined), deployed(model_path, ProbeKind::AsDeployed);
     std::map<std::string, std::string> deployed_output;
-    for (const DequantizedValue& v : deployed_values) deployed_output[v.output] = v.probe_output;
+    for (const DequantizedValue& v : deployed.values) deployed_output[v.output] = v.probe_output;
 
     // The framework's quantizers in graph order, by their DequantizeLinear's output.
     std::map<std::string, TensorQuantizer*> by_output;
@@ -141,7 +151,7 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
     std::vector<std::pair<std::string, TensorQuantizer*>> ordered;
     FidelityReport report;
     report.model = model_path;
-    for (const DequantizedValue& v : dequantized) {
+    for (const DequantizedValue& v : defined.values) {
         auto it = by_output.find(v.output);
         if (it == by_output.end())
             throw std::runtime_error(model_path + ": '" + v.output + "' stands for no quantizer of the framework's model");
@@ -152,19 +162,29 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
 
     std::vector<StepSums> defined_sums(ordered.size()), deployed_sums(ordered.size());
     std::vector<NamedOutputs> ours;
+    std::vector<std::map<std::string, Tensor>> defined_outputs, deployed_outputs;
     for (auto& [output, q] : ordered) q->keep_output = true;
-    for (size_t b = 0; b < batches.size(); ++b) {
-        ours.push_back(task.eval_outputs({batches[b]})[0]);
-        for (size_t i = 0; i < ordered.size(); ++i) {
-            const auto& [output, q] = ordered[i];
-            const bool transposed = transposed_in_graph(output, *q);
-            compare_quantized(defined_sums[i], output, q->kept, probe.outputs[b].at(output), transposed, steps_of(*q));
-            auto in_deployed = deployed_output.find(output);
-            if (in_deployed != deployed_output.end())
-                compare_quantized(deployed_sums[i], output, q->kept, deployed.outputs[b].at(in_deployed->second), transposed,
-                                  steps_of(*q));
+    const size_t batches_per_run = (size_t)std::max<int64_t>(1, kExamplesPerRun / options.batch_size);
+    for (size_t first = 0; first < batches.size(); first += batches_per_run) {
+        const std::vector<nn::BertInputs> group(batches.begin() + (std::ptrdiff_t)first,
+                                                batches.begin() + (std::ptrdiff_t)std::min(batches.size(), first + batches_per_run));
+        const OnnxRuntimeResult as_defined = run_onnxruntime(defined.path, group, defined_runtime);
+        const OnnxRuntimeResult as_deployed = run_onnxruntime(deployed.path, group, deployed_runtime);
+        for (size_t b = 0; b < group.size(); ++b) {
+            ours.push_back(task.eval_outputs({group[b]})[0]);
+            for (size_t i = 0; i < ordered.size(); ++i) {
+                const auto& [output, q] = ordered[i];
+                const bool transposed = transposed_in_graph(output, *q);
+                compare_quantized(defined_sums[i], output, q->kept, as_defined.outputs[b].at(output), transposed, steps_of(*q));
+                auto in_deployed = deployed_output.find(output);
+                if (in_deployed != deployed_output.end())
+                    compare_quantized(deployed_sums[i], output, q->kept, as_deployed.outputs[b].at(in_deployed->second),
+                                      transposed, steps_of(*q));
+            }
+            defined_outputs.push_back(model_outputs(as_defined.outputs[b], ours.back()));
+            deployed_outputs.push_back(model_outputs(as_deployed.outputs[b], ours.back()));
+            report.examples += group[b].input_ids.shape()[0];
         }
-        report.examples += batches[b].input_ids.shape()[0];
     }
     for (auto& [output, q] : ordered) {
         q->keep_output = false;
@@ -176,14 +196,14 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
                             .elements = defined_sums[i].elements,
                             .as_defined = agreement_of(defined_sums[i]),
                             .as_deployed = std::nullopt,
-                            .scale_ulps = scale_ulps(*ordered[i].second, dequantized[i], output)};
+                            .scale_ulps = scale_ulps(*ordered[i].second, defined.values[i], output)};
         if (deployed_output.count(output)) q.as_deployed = agreement_of(deployed_sums[i]);
         if (!report.first_parting && q.as_defined.moved > 0) report.first_parting = i;
         if (!report.first_parting_deployed && q.as_deployed && q.as_deployed->moved > 0) report.first_parting_deployed = i;
         report.quantizers.push_back(std::move(q));
     }
-    report.probe = compare_outputs(ours, probe.outputs);
-    report.deployed = compare_outputs(ours, deployed.outputs);
+    report.probe = compare_outputs(ours, defined_outputs);
+    report.deployed = compare_outputs(ours, deployed_outputs);
     return report;
 }
 

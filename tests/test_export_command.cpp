@@ -66,6 +66,13 @@ TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
     p = export_command(fp32, " --target tensorrt-fp16");
     EXPECT_EQ(p.status, 2) << p.output;
     EXPECT_NE(p.output.find("--target"), std::string::npos) << p.output;
+    for (const char* count : {"0", "3x", "many"}) {
+        p = export_command(qdq, std::string(" --check --check-examples ") + count);
+        EXPECT_EQ(p.status, 2) << p.output;
+        EXPECT_NE(p.output.find("--check-examples must be a whole number >= 1; got '" + std::string(count) + "'"),
+                  std::string::npos)
+            << p.output;
+    }
     p = run_qdqtrain("export " + fp32.config_path + " --checkpoint " + fp32.checkpoint);
     EXPECT_EQ(p.status, 2) << p.output;
     EXPECT_NE(p.output.find("missing --out"), std::string::npos) << p.output;

@@ -3,7 +3,9 @@
 // keeps autocast on for training and evaluation alike: a model trained with bf16 products is
 // also evaluated and calibrated with them. (HF's bf16_full_eval, which casts the whole model to
 // bf16 for evaluation, has no counterpart: evaluation is already the cheap part here.) Quantized
-// models are the exception: they are scored with FP32 products (eval_matmul_precision).
+// models are the exception: they are scored with FP32 products (eval_matmul_precision); the
+// products of two quantized operands then run on their integer codes (quant/integer_product.h),
+// which bf16 would hold exactly too, and the rest (a Linear left in float, the heads) in FP32.
 #pragma once
 
 #include "autograd/matmul_precision.h"
