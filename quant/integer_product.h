@@ -6,8 +6,8 @@
 // in float32, and its straight-through gradient. The two are the same number but for rounding:
 // the float sum rounds at each of its K partial sums, and each such rounding that lands a value
 // on the other side of a code's tie moves the next quantizer's code; on the main job's model
-// (BERT-mini) the float products moved about 40% more codes against ONNX Runtime's than the
-// integer ones (docs/BENCHMARKS.md).
+// (BERT-mini) the float products moved 2.4 times as many of the codes ONNX Runtime's kernels read
+// as the integer ones (docs/BENCHMARKS.md).
 //
 // Exact: with at most 8 bits a code is an integer of magnitude at most 255, which float32 and
 // bf16 both hold, as float32 holds each product (< 2^16) and every partial sum up to 2^24, that

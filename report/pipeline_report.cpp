@@ -31,11 +31,13 @@ std::string choices_sentence(const RunConfig& config, const PipelineResults& res
 }
 
 std::string precision_sentence(const RunConfig& run_config) {
-    if (!run_config.training.bf16) return "Every framework row ran its matrix products in FP32.";
+    if (!run_config.training.bf16)
+        return "Every framework row ran its matrix products in FP32, those of two quantized operands on their integer "
+               "codes, as the exported INT8 graph computes them.";
     return "Training ran its matrix products in bf16 with FP32 accumulation (training.bf16; in FP32 on a CPU "
            "without a bf16 kernel, as the run's log says), and so did the FP32 row's scoring; every quantized row "
-           "was scored with FP32 products, as the exported INT8 graph computes. ONNX Runtime rows, where there "
-           "are, run the exported FP32 and INT8 graphs.";
+           "was scored with FP32 products, those of two quantized operands on their integer codes, as the exported "
+           "INT8 graph computes. ONNX Runtime rows, where there are, run the exported FP32 and INT8 graphs.";
 }
 
 namespace {

@@ -341,7 +341,8 @@ TEST(ResultsFile, ReadsBackWhatWasWrittenAndDerivesTheRowsAndSummary) {
     expect_error([&] { pipeline_results_from_json(undeployed, path); }, {path, "deployed_qat"});
 
     // The precision the rows ran in, from the run's config as results.json keeps it.
-    EXPECT_EQ(precision_sentence(read.config), "Every framework row ran its matrix products in FP32.");
+    EXPECT_EQ(precision_sentence(read.config), "Every framework row ran its matrix products in FP32, those of two quantized "
+                                               "operands on their integer codes, as the exported INT8 graph computes them.");
     RunConfig bf16_config = read.config;
     bf16_config.training.bf16 = true;
     const std::string bf16_sentence = precision_sentence(bf16_config);

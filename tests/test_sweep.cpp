@@ -267,7 +267,8 @@ TEST(Sweep, PipelineReportAveragesOverSeedsOnly) {
     EXPECT_NE(md.find("plots/run-000_qat_kd_loss.svg"), std::string::npos) << md;
     // lr 2e-4: equal runs, std 0.
     EXPECT_NE(md.find("| PTQ max | 60.00 ± 0.00 | -30.00 ± 0.00 |"), std::string::npos) << md;
-    EXPECT_NE(md.find("run-001 (seed 2). Every framework row ran its matrix products in FP32.\n"), std::string::npos) << md;
+    EXPECT_NE(md.find("run-001 (seed 2). Every framework row ran its matrix products in FP32, those of two quantized operands "
+                      "on their integer codes, as the exported INT8 graph computes them.\n"), std::string::npos) << md;
     EXPECT_NE(md.find("## Runs"), std::string::npos);
     // The example count is the same in every run: named once, not a column.
     const std::string header = md.substr(md.find("| run |"), md.find('\n', md.find("| run |")) - md.find("| run |"));
