@@ -3,6 +3,8 @@
 // Q/DQ pair taken out of the exported graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -11,6 +13,9 @@
 
 #include "onnx/onnx_probe.h"
 #include "onnx/onnx_runtime.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/bert.h"
 #include "stages/onnx_fidelity.h"
 #include "tests/support/data.h"
 #include "tests/support/onnx_task_runs.h"
@@ -31,6 +36,59 @@ std::string edited_model(const std::string& in_path, const std::string& out, con
     std::ofstream written(out, std::ios::binary);
     EXPECT_TRUE(model.SerializeToOstream(&written)) << out;
     return out;
+}
+
+// Every Linear whose output a quantizer takes directly (Q, K, V into the attention products, both
+// dense layers into their residual's addend), fed ONNX Runtime's own input codes from the
+// deployed probe `probed`: the framework's integer product, rounded as QuantizeLinear rounds
+// (x / scale), gives ONNX Runtime's codes element for element. Its MatMulIntegerToFloat and the
+// framework's product are then the same float32 numbers; float products of the fake-quantized
+// operands are not, and would move codes wherever a product lies within their rounding of a tie.
+void expect_integer_products_are_onnx_runtimes(Task& task, const OnnxRuntimeResult& probed) {
+    struct Product {
+        const nn::Linear* linear;
+        std::string input, output;  // quantizer names as the graph has them
+        const TensorQuantizer* output_quantizer;
+        bool heads, transposed;     // split into heads; the key, quantized after its transpose
+    };
+    std::vector<Product> products;
+    nn::BertModel& encoder = task.encoder();
+    for (size_t l = 0; l < encoder.layers.size(); ++l) {
+        const nn::BertLayer& layer = *encoder.layers[l];
+        const std::string at = "layer." + std::to_string(l) + ".";
+        const nn::BertSelfAttention& sa = layer.self_attention;
+        products.push_back({&sa.query, at + "attention.self.query._input_quantizer", at + "attention.self.matmul_q_input_quantizer",
+                            sa.matmul_q_input_quantizer, true, false});
+        products.push_back({&sa.key, at + "attention.self.key._input_quantizer", at + "attention.self.matmul_k_input_quantizer",
+                            sa.matmul_k_input_quantizer, true, true});
+        products.push_back({&sa.value, at + "attention.self.value._input_quantizer", at + "attention.self.matmul_v_input_quantizer",
+                            sa.matmul_v_input_quantizer, true, false});
+        products.push_back({&layer.attention_output.dense, at + "attention.output.dense._input_quantizer",
+                            at + "attention.output.add_local_input_quantizer", layer.attention_output.add_local_input_quantizer,
+                            false, false});
+        products.push_back({&layer.output.dense, at + "output.dense._input_quantizer", at + "output.add_local_input_quantizer",
+                            layer.output.add_local_input_quantizer, false, false});
+    }
+    const std::string deployed = ".dequantize.deployed";
+    NoGradGuard no_grad;
+    int64_t compared = 0;
+    for (const Product& p : products) {
+        ASSERT_NE(p.output_quantizer, nullptr) << p.output;
+        const float scale = p.output_quantizer->amax.to_vector()[0] / 127.0f;  // as the export writes it
+        for (const auto& outputs : probed.outputs) {
+            Tensor y = p.linear->forward(outputs.at(p.input + deployed));
+            if (p.heads) y = split_heads(y, task.model_config().num_attention_heads);
+            if (p.transposed) y = transpose(y, -1, -2);
+            const std::vector<float> ours = y.to_vector(), theirs = outputs.at(p.output + deployed).to_vector();
+            ASSERT_EQ(ours.size(), theirs.size()) << p.output;
+            int64_t moved = 0;
+            for (size_t i = 0; i < ours.size(); ++i)
+                moved += std::clamp(std::nearbyint(ours[i] / scale), -128.0f, 127.0f) != std::nearbyint(theirs[i] / scale);
+            EXPECT_EQ(moved, 0) << p.output << " of " << ours.size();
+            compared += (int64_t)ours.size();
+        }
+    }
+    EXPECT_GT(compared, 0);
 }
 
 }  // namespace
@@ -74,16 +132,6 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
         computed += q.as_deployed.has_value();
         EXPECT_EQ(q.as_deployed.has_value(), !q.name.ends_with("_weight_quantizer")) << q.name;
     }
-    // The integer products (quant/integer_product.h) are ONNX Runtime's: up to the first LayerNorm
-    // after the embeddings', which ONNX Runtime computes in its own float rounding, every code it
-    // reads is the framework's. Float products of the fake-quantized operands first part at the
-    // attention's softmax output here.
-    for (const QuantizerFidelity& q : clean.quantizers) {
-        if (q.name == "layer.0.intermediate.dense._input_quantizer") break;
-        if (q.as_deployed) {
-            EXPECT_EQ(q.as_deployed->moved, 0) << q.name;
-        }
-    }
     EXPECT_EQ(computed, 28) << "per layer: six Linear inputs, the attention products' four, two Add & Norms' two addends";
     for (const std::vector<OutputFidelity>* outputs : {&clean.probe, &clean.deployed}) {
         ASSERT_EQ(outputs->size(), 1u);
@@ -100,6 +148,7 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     const OnnxRuntimeResult exported = run_onnxruntime(model, batches, {});
     for (size_t b = 0; b < batches.size(); ++b)
         EXPECT_EQ(probed.outputs[b].at("logits").to_vector(), exported.outputs[b].at("logits").to_vector()) << "batch " << b;
+    expect_integer_products_are_onnx_runtimes(*task, probed);
 
     const std::string nudged = "layer.1.intermediate.dense._input_quantizer";
     const std::string one_ulp = edited_model(model, (dir.path() / "one_ulp.onnx").string(), [&](onnx::GraphProto& g) {
