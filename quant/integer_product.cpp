@@ -1,10 +1,7 @@
 #include "quant/integer_product.h"
 
-#include <vector>
-
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "cuda/quant_math.h"
 #include "quant/fake_quant.h"
 
 namespace qdq {
@@ -21,13 +18,11 @@ Tensor codes_of(TensorQuantizer& quantizer, const Tensor& x) {
     return quant_codes(x, quantizer.amax, params);
 }
 
-// amax/bound per channel, as the export writes scales (1 where amax zeroes the channel: its
-// codes are 0, so any step gives the same product).
-std::vector<float> steps_of(const TensorQuantizer& quantizer) {
-    const float bound = quant_bound(quant_params(quantizer.desc));
-    std::vector<float> steps = quantizer.amax.to_vector();
-    for (float& s : steps) s = s <= kTinyAmax ? 1.0f : s / bound;
-    return steps;
+// amax/bound per channel, as the export writes its scales, on the device amax lives on (no read
+// back to the host). A vanishing amax gives codes 0, and so a product 0 whatever its step.
+Tensor steps_of(const TensorQuantizer& quantizer) {
+    const Tensor bound = full({1}, quant_bound(quant_params(quantizer.desc))).to(quantizer.amax.device());
+    return reshape(div(quantizer.amax, bound), {-1});
 }
 
 }  // namespace
@@ -42,12 +37,7 @@ Tensor quantized_linear(const Tensor& x, TensorQuantizer* x_quantizer, const Ten
     if (!integer_product_applies(x_quantizer, weight_quantizer))
         return linear(quantize_or_pass(x_quantizer, x), quantize_or_pass(weight_quantizer, weight), bias);
     const Tensor sums = linear(codes_of(*x_quantizer, x), codes_of(*weight_quantizer, weight), Tensor());
-    const float x_step = steps_of(*x_quantizer)[0];
-    std::vector<float> multipliers = steps_of(*weight_quantizer);
-    for (float& m : multipliers) m = x_step * m;
-    const Tensor scaled = multipliers.size() == 1
-                              ? mul_scalar(sums, multipliers[0])
-                              : mul(sums, from_vector({(int64_t)multipliers.size()}, multipliers).to(sums.device()));
+    const Tensor scaled = mul(sums, mul(steps_of(*x_quantizer), steps_of(*weight_quantizer)));  // [1] or [out]
     return bias.defined() ? add(scaled, bias) : scaled;
 }
 
@@ -56,7 +46,7 @@ Tensor quantized_matmul(const Tensor& a, TensorQuantizer* a_quantizer, const Ten
     if (!integer_product_applies(a_quantizer, b_quantizer) || b_quantizer->desc.axis)
         return matmul(quantize_or_pass(a_quantizer, a), quantize_or_pass(b_quantizer, b), false, trans_b);
     const Tensor sums = matmul(codes_of(*a_quantizer, a), codes_of(*b_quantizer, b), false, trans_b);
-    return mul_scalar(sums, steps_of(*a_quantizer)[0] * steps_of(*b_quantizer)[0]);
+    return mul(sums, mul(steps_of(*a_quantizer), steps_of(*b_quantizer)));
 }
 
 }  // namespace qdq
