@@ -69,7 +69,4 @@ private:
     bool training_ = true;
 };
 
-// x through the quantizer when the layer has one there, else x.
-inline Tensor quantize(TensorQuantizer* quantizer, const Tensor& x) { return quantizer ? quantizer->quantize(x) : x; }
-
 }  // namespace qdq::nn

@@ -59,9 +59,9 @@ std::vector<DequantizedValue> write_probe(const std::string& model_path, const s
     onnx::GraphProto& graph = *model.mutable_graph();
     std::map<std::string, const onnx::TensorProto*> initializers;
     for (const onnx::TensorProto& t : graph.initializer()) initializers[t.name()] = &t;
-    std::map<std::string, onnx::NodeProto> producer;
+    std::map<std::string, const onnx::NodeProto*> producer;
     for (const onnx::NodeProto& node : graph.node())
-        for (const std::string& output : node.output()) producer[output] = node;
+        for (const std::string& output : node.output()) producer[output] = &node;
     auto constant = [&](const std::string& name) {
         auto it = initializers.find(name);
         return it == initializers.end() ? std::vector<float>{} : float_values(*it->second);
@@ -72,12 +72,12 @@ std::vector<DequantizedValue> write_probe(const std::string& model_path, const s
         if (node.op_type() != "DequantizeLinear") continue;
         DequantizedValue v{.output = node.output(0), .probe_output = node.output(0), .scale = constant(node.input(1))};
         auto q = producer.find(node.input(0));
-        const bool quantized_here = q != producer.end() && q->second.op_type() == "QuantizeLinear";
-        if (quantized_here) v.quantize_scale = constant(q->second.input(1));
+        const bool quantized_here = q != producer.end() && q->second->op_type() == "QuantizeLinear";
+        if (quantized_here) v.quantize_scale = constant(q->second->input(1));
         if (kind == ProbeKind::AsDeployed) {
-            if (!quantized_here || initializers.count(q->second.input(0)) || q->second.input_size() < 3) continue;
+            if (!quantized_here || initializers.count(q->second->input(0)) || q->second->input_size() < 3) continue;
             v.probe_output = v.output + ".deployed";
-            computed_quantizes.push_back(q->second);
+            computed_quantizes.push_back(*q->second);  // a copy: the branches below add nodes to the graph
         }
         values.push_back(std::move(v));
     }

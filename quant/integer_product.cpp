@@ -8,8 +8,6 @@ namespace qdq {
 
 namespace {
 
-Tensor quantize_or_pass(TensorQuantizer* quantizer, const Tensor& x) { return quantizer ? quantizer->quantize(x) : x; }
-
 // x's codes under `quantizer`; its fake-quantized values are still kept when the fidelity report
 // asks for them (TensorQuantizer::keep_output).
 Tensor codes_of(TensorQuantizer& quantizer, const Tensor& x) {
@@ -35,7 +33,7 @@ bool integer_product_applies(const TensorQuantizer* a, const TensorQuantizer* b)
 Tensor quantized_linear(const Tensor& x, TensorQuantizer* x_quantizer, const Tensor& weight,
                         TensorQuantizer* weight_quantizer, const Tensor& bias) {
     if (!integer_product_applies(x_quantizer, weight_quantizer))
-        return linear(quantize_or_pass(x_quantizer, x), quantize_or_pass(weight_quantizer, weight), bias);
+        return linear(quantize(x_quantizer, x), quantize(weight_quantizer, weight), bias);
     const Tensor sums = linear(codes_of(*x_quantizer, x), codes_of(*weight_quantizer, weight), Tensor());
     const Tensor scaled = mul(sums, mul(steps_of(*x_quantizer), steps_of(*weight_quantizer)));  // [1] or [out]
     return bias.defined() ? add(scaled, bias) : scaled;
@@ -44,7 +42,7 @@ Tensor quantized_linear(const Tensor& x, TensorQuantizer* x_quantizer, const Ten
 Tensor quantized_matmul(const Tensor& a, TensorQuantizer* a_quantizer, const Tensor& b, TensorQuantizer* b_quantizer,
                         bool trans_b) {
     if (!integer_product_applies(a_quantizer, b_quantizer) || b_quantizer->desc.axis)
-        return matmul(quantize_or_pass(a_quantizer, a), quantize_or_pass(b_quantizer, b), false, trans_b);
+        return matmul(quantize(a_quantizer, a), quantize(b_quantizer, b), false, trans_b);
     const Tensor sums = matmul(codes_of(*a_quantizer, a), codes_of(*b_quantizer, b), false, trans_b);
     return mul(sums, mul(steps_of(*a_quantizer), steps_of(*b_quantizer)));
 }

@@ -91,4 +91,7 @@ struct TensorQuantizer {
     void load_calib_amax(const CalibrationMethod& method, const HistogramSearch& search = {});
 };
 
+// x through the quantizer where a layer has one there (not null), else x.
+inline Tensor quantize(TensorQuantizer* quantizer, const Tensor& x) { return quantizer ? quantizer->quantize(x) : x; }
+
 }  // namespace qdq

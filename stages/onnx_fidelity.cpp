@@ -163,7 +163,11 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
     std::vector<StepSums> defined_sums(ordered.size()), deployed_sums(ordered.size());
     std::vector<NamedOutputs> ours;
     std::vector<std::map<std::string, Tensor>> defined_outputs, deployed_outputs;
-    for (auto& [output, q] : ordered) q->keep_output = true;
+    std::vector<std::vector<float>> steps;
+    for (auto& [output, q] : ordered) {
+        q->keep_output = true;
+        steps.push_back(steps_of(*q));
+    }
     const size_t batches_per_run = (size_t)std::max<int64_t>(1, kExamplesPerRun / options.batch_size);
     for (size_t first = 0; first < batches.size(); first += batches_per_run) {
         const std::vector<nn::BertInputs> group(batches.begin() + (std::ptrdiff_t)first,
@@ -175,11 +179,11 @@ FidelityReport check_onnx_fidelity(Task& task, const std::string& model_path, co
             for (size_t i = 0; i < ordered.size(); ++i) {
                 const auto& [output, q] = ordered[i];
                 const bool transposed = transposed_in_graph(output, *q);
-                compare_quantized(defined_sums[i], output, q->kept, as_defined.outputs[b].at(output), transposed, steps_of(*q));
+                compare_quantized(defined_sums[i], output, q->kept, as_defined.outputs[b].at(output), transposed, steps[i]);
                 auto in_deployed = deployed_output.find(output);
                 if (in_deployed != deployed_output.end())
                     compare_quantized(deployed_sums[i], output, q->kept, as_deployed.outputs[b].at(in_deployed->second),
-                                      transposed, steps_of(*q));
+                                      transposed, steps[i]);
             }
             defined_outputs.push_back(model_outputs(as_defined.outputs[b], ours.back()));
             deployed_outputs.push_back(model_outputs(as_deployed.outputs[b], ours.back()));
