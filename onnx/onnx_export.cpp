@@ -89,20 +89,31 @@ std::string quantizer_name(const std::string& amax_key) {
     return onnx_quantizer_name(amax_key.substr(0, amax_key.size() - std::string("._amax").size()));
 }
 
-// x → QuantizeLinear → DequantizeLinear. `scale` has one element (per tensor: rank-0
-// parameters, no axis) or one per channel along `axis`.
-std::string qdq(Builder& b, const std::string& x, const std::string& name, const std::vector<float>& scale,
-                std::optional<int64_t> axis, int32_t zero_point_type, int zero_point) {
+// A pair's scale and zero point initializers and its axis attribute. `scale` has one element
+// (per tensor: rank-0 parameters, no axis) or one per channel along `axis`.
+struct QdqParams {
+    std::string scale, zero_point;
+    std::vector<Attr> attrs;
+};
+
+QdqParams qdq_params(Builder& b, const std::string& name, const std::vector<float>& scale, std::optional<int64_t> axis,
+                     int32_t zero_point_type, int zero_point) {
     std::vector<int64_t> dims;
     std::vector<Attr> attrs;
     if (axis) {
         dims = {(int64_t)scale.size()};
         attrs = {{"axis", *axis}};
     }
-    std::string s = add_f32(b.g, name + ".scale", dims, scale);
-    std::string zp = add_zero_point(b.g, name + ".zero_point", dims, zero_point_type, zero_point);
-    std::string q = add_node(b.g, "QuantizeLinear", name + ".quantize", {x, s, zp}, attrs);
-    return add_node(b.g, "DequantizeLinear", name + ".dequantize", {q, s, zp}, attrs);
+    return {add_f32(b.g, name + ".scale", dims, scale),
+            add_zero_point(b.g, name + ".zero_point", dims, zero_point_type, zero_point), attrs};
+}
+
+// x → QuantizeLinear → DequantizeLinear.
+std::string qdq(Builder& b, const std::string& x, const std::string& name, const std::vector<float>& scale,
+                std::optional<int64_t> axis, int32_t zero_point_type, int zero_point) {
+    const QdqParams p = qdq_params(b, name, scale, axis, zero_point_type, zero_point);
+    std::string q = add_node(b.g, "QuantizeLinear", name + ".quantize", {x, p.scale, p.zero_point}, p.attrs);
+    return add_node(b.g, "DequantizeLinear", name + ".dequantize", {q, p.scale, p.zero_point}, p.attrs);
 }
 
 // An activation's fake quantization when the state holds its range, else x itself.
@@ -119,41 +130,54 @@ std::string quantize_activation(Builder& b, const std::string& x, const std::str
 }
 
 // A Linear's weight [out, in] as a MatMul operand [in, out], fake-quantized when the state holds
-// its range: per channel over HF's axis 0 = the initializer's axis 1. The initializer holds PQ's
-// fake-quantized weight, round(w·127/amax)/(127/amax) in float32 as PQ computes it, so that
-// QuantizeLinear's round(w/scale) finds PQ's code exactly (w/scale is within a few ulps of that
-// integer), whichever way a runtime divides. With `fold` the graph gets that float weight alone.
+// its range: per channel over HF's axis 0 = the initializer's axis 1, PQ's codes
+// round(w·127/amax) as PQ computes them. For tensorrt they are stored as PQ's fake-quantized
+// weight, code/(127/amax) in float32, followed by a Q/DQ pair (QuantizeLinear's round(w/scale)
+// finds the code: w/scale is within a few ulps of it, whichever way a runtime divides); for
+// onnxruntime-cpu as the int8 codes themselves feeding a DequantizeLinear, a quarter of the
+// bytes, which ONNX Runtime's quantization tool writes too. With `fold` the graph gets the float
+// weight alone.
 std::string linear_weight(Builder& b, const std::string& key, const std::string& name, int64_t in, int64_t out,
                           bool fold) {
     std::vector<float> w = b.state.get(key + ".weight", {out, in});
     const std::string amax_key = sites::amax_key(key, sites::kLinearWeight);
     std::optional<std::vector<float>> amax = b.state.amax(amax_key);
-    std::vector<float> scale;
+    std::vector<float> scale, divisor(out, 1.0f);
     if (amax) {
         // By shape, not count: a square weight's amax over axis 1 ([1, in]) has `out` elements too.
         const Shape& shape = b.state.tensors.at(amax_key).shape();
         if (amax->size() != 1 && shape != Shape{out, 1} && shape != Shape{out})
             fail("'" + amax_key + "' has shape " + shape_str(shape) + "; expected one element " +
                  "(per tensor) or [" + std::to_string(out) + ", 1] (per output channel, axis 0 of [out, in])");
-        // PQ outputs 0 for a channel with a vanishing amax: zero weights, with any positive
-        // scale, give exactly that.
+        // PQ outputs 0 for a channel with a vanishing amax: zero codes, with any positive scale,
+        // give exactly that.
         for (float a : *amax) scale.push_back(a <= kMinAmax ? 1.0f : a / kInt8Bound);
         for (int64_t o = 0; o < out; ++o) {
             const ChannelScale pq = channel_scale((*amax)[amax->size() == 1 ? 0 : (size_t)o], kInt8Bound);
+            divisor[(size_t)o] = pq.divisor;
             for (int64_t i = 0; i < in; ++i) {
                 float& v = w[(size_t)(o * in + i)];
-                v = fake_quant_value(v, pq.scale, pq.divisor, -128.0f, kInt8Bound, INFINITY);
+                v = fake_quant_value(v, pq.scale, 1.0f, -128.0f, kInt8Bound, INFINITY);
             }
         }
     }
-    std::vector<float> wt((size_t)(in * out));
-    for (int64_t o = 0; o < out; ++o)
-        for (int64_t i = 0; i < in; ++i) wt[(size_t)(i * out + o)] = w[(size_t)(o * in + i)];
-    std::string init = add_f32(b.g, key + ".weight.transposed", {in, out}, wt);
-    if (!amax || fold) return init;
     std::optional<int64_t> axis;
     if (scale.size() > 1) axis = 1;  // written, never left to ONNX's default
-    return qdq(b, init, name + "." + sites::kLinearWeight, scale, axis, onnx::TensorProto::INT8, 0);
+    const std::string codes_name = name + "." + sites::kLinearWeight;
+    if (amax && !fold && b.target == QdqTarget::OnnxRuntimeCpu) {
+        std::vector<int8_t> codes((size_t)(in * out));
+        for (int64_t o = 0; o < out; ++o)
+            for (int64_t i = 0; i < in; ++i) codes[(size_t)(i * out + o)] = (int8_t)w[(size_t)(o * in + i)];
+        const QdqParams p = qdq_params(b, codes_name, scale, axis, onnx::TensorProto::INT8, 0);
+        const std::string init = add_i8(b.g, codes_name + ".codes", {in, out}, codes);
+        return add_node(b.g, "DequantizeLinear", codes_name + ".dequantize", {init, p.scale, p.zero_point}, p.attrs);
+    }
+    std::vector<float> wt((size_t)(in * out));
+    for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i) wt[(size_t)(i * out + o)] = w[(size_t)(o * in + i)] / divisor[(size_t)o];
+    std::string init = add_f32(b.g, key + ".weight.transposed", {in, out}, wt);
+    if (!amax || fold) return init;
+    return qdq(b, init, codes_name, scale, axis, onnx::TensorProto::INT8, 0);
 }
 
 // y = x·Wᵀ + b with both MatMul inputs fake-quantized where the state says so. The bias Add's

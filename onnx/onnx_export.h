@@ -26,20 +26,21 @@
 // Any other `_amax` key is an error: a quantizer the export would drop.
 // Scale = amax/127, zero point 0, int8 range [-128, 127] (PQ's descriptor default, narrow_range
 // false). A weight channel with amax ≤ 2^-24 is exported as zeros, as PQ's fake quantization
-// outputs 0 there; such an activation amax is an error. Weights are stored as PQ's fake
-// quantization makes them, round(w·(127/amax))/(127/amax) in float32, so that any runtime's
-// QuantizeLinear finds PQ's codes in them.
+// outputs 0 there; such an activation amax is an error. A weight's codes are PQ's,
+// round(w·(127/amax)), however a runtime rounds.
 //
-// Weights stay float and get their own QuantizeLinear → DequantizeLinear, the form PQ's export
-// writes, rather than an int8 initializer feeding only a DequantizeLinear. TensorRT's explicit
-// quantization guide documents float weights quantized through the Q scale at build time; its
-// 8.x ONNX parser turns a DequantizeLinear's input into a network tensor and rejects inputs that
-// are not float activations (onnx-tensorrt issue #850, onnxruntime issue #14229, both int32
-// biases; int8 weights there are unverified here), and it takes a missing per-channel axis as 0,
-// not ONNX's 1. ONNX Runtime constant-folds the weight's QuantizeLinear into an int8 initializer
-// and then fuses DequantizeLinear → MatMul into integer kernels: tests/test_onnx.cpp checks that
-// no float MatMul is left in the optimized onnxruntime-cpu encoder. The price: float weights in
-// the file, 4× the bytes of int8 ones.
+// tensorrt files store weights as PQ's fake quantization makes them, code/(127/amax) in float32,
+// with their own QuantizeLinear → DequantizeLinear (QuantizeLinear finds PQ's codes in them), the
+// form PQ's export writes. TensorRT's explicit quantization guide documents float weights
+// quantized through the Q scale at build time; its 8.x ONNX parser turns a DequantizeLinear's
+// input into a network tensor and rejects inputs that are not float activations (onnx-tensorrt
+// issue #850, onnxruntime issue #14229, both int32 biases; int8 weights there are unverified
+// here), and it takes a missing per-channel axis as 0, not ONNX's 1.
+// onnxruntime-cpu files store the int8 codes, feeding only a DequantizeLinear, as ONNX Runtime's
+// own quantization tool writes them: a quarter of the float weights' bytes. ORT fuses
+// DequantizeLinear → MatMul into integer kernels either way (it constant-folds tensorrt's weight
+// QuantizeLinear into the same codes): tests/test_onnx.cpp checks that no float MatMul is left in
+// the optimized onnxruntime-cpu encoder.
 //
 // Activations round as QuantizeLinear does, round(x / (amax/127)), where PQ computes
 // round(x·(127/amax)) in float32: the two part where x·127/amax lies within an ulp of k + ½.

@@ -81,6 +81,11 @@ std::string add_i64(onnx::GraphProto& graph, const std::string& name, const std:
     return add_raw(graph, name, onnx::TensorProto::INT64, dims, values.data(), values.size() * sizeof(int64_t));
 }
 
+std::string add_i8(onnx::GraphProto& graph, const std::string& name, const std::vector<int64_t>& dims,
+                   const std::vector<int8_t>& values) {
+    return add_raw(graph, name, onnx::TensorProto::INT8, dims, values.data(), values.size());
+}
+
 std::string add_zero_point(onnx::GraphProto& graph, const std::string& name, const std::vector<int64_t>& dims,
                            int32_t data_type, int value) {
     size_t count = 1;

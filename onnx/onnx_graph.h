@@ -30,6 +30,8 @@ std::string add_f32(onnx::GraphProto& graph, const std::string& name, const std:
                     const std::vector<float>& values);
 std::string add_i64(onnx::GraphProto& graph, const std::string& name, const std::vector<int64_t>& dims,
                     const std::vector<int64_t>& values);
+std::string add_i8(onnx::GraphProto& graph, const std::string& name, const std::vector<int64_t>& dims,
+                   const std::vector<int8_t>& values);
 // A zero point: int8 or uint8 (ONNX's TensorProto data_type), every element `value`.
 std::string add_zero_point(onnx::GraphProto& graph, const std::string& name, const std::vector<int64_t>& dims,
                            int32_t data_type, int value);

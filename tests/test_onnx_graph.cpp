@@ -219,18 +219,58 @@ TEST(OnnxGraph, TargetsChooseTheZeroPoints) {
     EXPECT_GT(zero_points, 20);
 }
 
-// PQ's fake quantization of a weight [rows, cols], per row when `amax` has one value a row:
-// round(w·s)/s with s = 127/amax in float32 (pytorch_quantization's tensor_quant), written out here
-// rather than taken from quant/ so that a change there cannot carry the export along.
-std::vector<float> pq_fake_quant(const std::vector<float>& w, const std::vector<float>& amax, int64_t cols) {
+// PQ's codes of a weight [rows, cols], per row when `amax` has one value a row: round(w·s) with
+// s = 127/amax in float32 (pytorch_quantization's tensor_quant), 0 where amax vanishes; written
+// out here rather than taken from quant/ so that a change there cannot carry the export along.
+std::vector<float> pq_codes(const std::vector<float>& w, const std::vector<float>& amax, int64_t cols) {
     std::vector<float> out(w.size());
     for (size_t i = 0; i < w.size(); ++i) {
         const float a = amax[amax.size() == 1 ? 0 : i / (size_t)cols];
-        const float s = 127.0f / a;
-        const float v = w[i] * s;
-        out[i] = a <= 0x1.0p-24f ? 0.0f : std::nearbyint(std::clamp(v, -128.0f, 127.0f)) / s;
+        out[i] = a <= 0x1.0p-24f ? 0.0f : std::nearbyint(std::clamp(w[i] * (127.0f / a), -128.0f, 127.0f));
     }
     return out;
+}
+
+// PQ's fake quantization of that weight: its codes divided by s.
+std::vector<float> pq_fake_quant(const std::vector<float>& w, const std::vector<float>& amax, int64_t cols) {
+    std::vector<float> out = pq_codes(w, amax, cols);
+    for (size_t i = 0; i < w.size(); ++i) {
+        const float a = amax[amax.size() == 1 ? 0 : i / (size_t)cols];
+        if (a > 0x1.0p-24f) out[i] /= 127.0f / a;
+    }
+    return out;
+}
+
+// onnxruntime-cpu stores a quantized weight as PQ's int8 codes feeding a DequantizeLinear (axis 1
+// of [in, out] per channel), no QuantizeLinear and no float copy; tensorrt keeps the float
+// weight and its pair. The encoder's weights take a quarter of their float bytes.
+TEST(OnnxGraph, CpuTargetStoresWeightsAsTheirCodes) {
+    const nn::BertConfig config = tiny_bert_config();
+    NamedTensors state = quantized_state(OnnxHead::QuestionAnswering);
+    const std::string key = "bert.encoder.layer.0.intermediate.dense", q = "layer.0.intermediate.dense._weight_quantizer";
+    const std::string trt = export_onnx_bytes(state, config, OnnxHead::QuestionAnswering, {QdqTarget::TensorRT});
+    onnx::ModelProto cpu = exported(state, OnnxHead::QuestionAnswering, QdqTarget::OnnxRuntimeCpu);
+    EXPECT_EQ(find_node(cpu, q + ".quantize"), nullptr);
+    for (const onnx::TensorProto& t : cpu.graph().initializer()) EXPECT_NE(t.name(), key + ".weight.transposed");
+    const onnx::NodeProto* dq = find_node(cpu, q + ".dequantize");
+    ASSERT_NE(dq, nullptr);
+    EXPECT_EQ(dq->input(0), q + ".codes");
+    ASSERT_EQ(dq->attribute_size(), 1);
+    EXPECT_EQ(dq->attribute(0).i(), 1);
+    const onnx::TensorProto& codes = initializer(cpu, q + ".codes");
+    const int64_t C = config.hidden_size, I = config.intermediate_size;
+    ASSERT_EQ(codes.data_type(), onnx::TensorProto::INT8);
+    ASSERT_EQ(dims(codes), (std::vector<int64_t>{C, I}));
+    const std::vector<float> expected = pq_codes(values_of(state, key + ".weight"), values_of(state, key + "._weight_quantizer._amax"), C);
+    int nonzero = 0;
+    for (int64_t o = 0; o < I; ++o)
+        for (int64_t i = 0; i < C; ++i) {
+            const int8_t stored = (int8_t)codes.raw_data()[(size_t)(i * I + o)];
+            ASSERT_EQ(stored, expected[(size_t)(o * C + i)]) << o << ", " << i;
+            nonzero += stored != 0;
+        }
+    EXPECT_GT(nonzero, C * I / 2);
+    EXPECT_LT(cpu.ByteSizeLong() + 2 * config.num_hidden_layers * (4 * C * C + 2 * C * I), trt.size());
 }
 
 // Every quantized weight is stored as PQ fake-quantizes it, so that QuantizeLinear finds PQ's
@@ -245,7 +285,8 @@ TEST(OnnxGraph, CpuTargetFoldsAWeightWhoseInputIsFloat) {
     onnx::ModelProto cpu = exported(state, OnnxHead::QuestionAnswering, QdqTarget::OnnxRuntimeCpu);
     EXPECT_NE(find_node(trt, q + ".quantize"), nullptr);
     EXPECT_EQ(find_node(cpu, q + ".quantize"), nullptr);
-    EXPECT_NE(find_node(cpu, "layer.0.attention.output.dense._weight_quantizer.quantize"), nullptr);
+    EXPECT_EQ(find_node(cpu, q + ".dequantize"), nullptr);
+    EXPECT_NE(find_node(cpu, "layer.0.attention.output.dense._weight_quantizer.dequantize"), nullptr);
     const int64_t C = config.hidden_size;
     const std::vector<float> expected =
         pq_fake_quant(values_of(state, key + ".weight"), values_of(state, key + "._weight_quantizer._amax"), C);
