@@ -29,7 +29,11 @@ CpuFeatures detect() {
     f.avx2 = ymm_state && fma && (b & (1u << 5));
     f.avx512 = f.avx2 && zmm_state && (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31));
     const bool amx = f.avx512 && (d & (1u << 24)) && (d & (1u << 22));
-    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = f.avx512 && (a & (1u << 5));
+    f.vnni = f.avx512 && (c & (1u << 11));
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+        f.avx512_bf16 = f.avx512 && (a & (1u << 5));
+        f.vnni = f.vnni || (f.avx2 && (a & (1u << 4)));  // AVX-VNNI
+    }
     f.amx_bf16 = amx && f.avx512_bf16 && bf16::amx_permission_granted();
     return f;
 }
@@ -44,7 +48,7 @@ CpuLevel level_of(const CpuFeatures& f) {
 // The CPU's features less those above `cap`.
 CpuFeatures capped(CpuFeatures f, CpuLevel cap) {
     if (cap < CpuLevel::Amx) f.amx_bf16 = false;
-    if (cap < CpuLevel::Avx512Bf16) f.avx512_bf16 = false;
+    if (cap < CpuLevel::Avx512Bf16) f.avx512_bf16 = f.vnni = false;
     if (cap < CpuLevel::Avx512) f.avx512 = false;
     if (cap < CpuLevel::Avx2) f.avx2 = false;
     return f;

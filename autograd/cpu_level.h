@@ -23,6 +23,11 @@ struct CpuFeatures {
     bool avx512 = false;       // F, BW, DQ, VL, with the OS saving ZMM state
     bool avx512_bf16 = false;
     bool amx_bf16 = false;     // AMX-TILE and AMX-BF16 (the OS's permission is asked apart)
+    // u8·s8 dot products summed in 32 bits (AVX512-VNNI or AVX-VNNI), which ONNX Runtime's integer
+    // MatMuls need to be exact by default (onnx/onnx_runtime.h). Not a level of its own: the CPUs
+    // here with AVX512-BF16 or AMX have it, those with AVX2 only do not, so a cap below
+    // avx512_bf16 clears it (an AVX-512 CPU without BF16 may have it; it counts as one without).
+    bool vnni = false;
     bool amd = false;
 };
 const CpuFeatures& cpu_features();

@@ -1,6 +1,9 @@
 // ONNX Runtime CPU latency of the models bench_onnx_export writes (fp32, qdq-tensorrt,
-// qdq-onnxruntime-cpu), run alternately so that all three see the same contention; each
-// model's figure is its best per-round median.
+// qdq-onnxruntime-cpu), run alternately so that all see the same contention; each model's
+// figure is its best per-round median. The onnxruntime-cpu file runs twice: with ORT's defaults
+// (u8·s8 integer kernels, exact on VNNI CPUs, saturating without VNNI) and with
+// session.x64quantprecision=1 (u8·u8 kernels, exact everywhere), the setting the pipeline's
+// runs take on CPUs without VNNI (onnx/onnx_runtime.h).
 //
 //   node bench/bench_onnx.js DIR [--threads 2] [--rounds 3] [--shapes 32x128,1x128]
 //
@@ -10,7 +13,13 @@
 const path = require('path');
 const ort = require(path.join(__dirname, '..', 'onnx', 'onnxruntime', 'node_modules', 'onnxruntime-node'));
 
-const MODELS = ['fp32', 'qdq-tensorrt', 'qdq-onnxruntime-cpu'];
+const U8U8 = { 'session.x64quantprecision': '1' };
+const MODELS = [
+    { name: 'fp32', file: 'fp32', extra: {} },
+    { name: 'qdq-tensorrt', file: 'qdq-tensorrt', extra: {} },
+    { name: 'qdq-onnxruntime-cpu', file: 'qdq-onnxruntime-cpu', extra: {} },
+    { name: 'qdq-onnxruntime-cpu u8u8', file: 'qdq-onnxruntime-cpu', extra: U8U8 },
+];
 
 function parseArgs(argv) {
     const args = { dir: argv[0], threads: 2, rounds: 3, shapes: '32x128,1x128' };
@@ -43,15 +52,13 @@ async function main() {
     const args = parseArgs(process.argv.slice(2));
     const sessions = {};
     for (const m of MODELS) {
-        sessions[m] = await ort.InferenceSession.create(path.join(args.dir, `${m}.onnx`), {
+        sessions[m.name] = await ort.InferenceSession.create(path.join(args.dir, `${m.file}.onnx`), {
             executionProviders: ['cpu'],
             graphOptimizationLevel: 'all',
             intraOpNumThreads: args.threads,
             interOpNumThreads: 1,
             logSeverityLevel: 3,
-            // As onnx/onnxruntime/run_model.js, which the pipeline's figures come from: integer
-            // MatMuls that do not saturate on CPUs without VNNI.
-            extra: { 'session.x64quantprecision': '1' },
+            extra: m.extra,
         });
     }
     const best = {};
@@ -59,7 +66,7 @@ async function main() {
         for (const [B, T] of args.shapes) {
             const input = feeds(B, T);
             const reps = Math.max(3, Math.round((3 * 4096) / (B * T)));  // about 12k tokens per model and round
-            for (const m of MODELS) {
+            for (const { name: m } of MODELS) {
                 await sessions[m].run(input);  // warm-up: first-run allocations and prepacking
                 const times = [];
                 for (let r = 0; r < reps; ++r) {
@@ -74,11 +81,11 @@ async function main() {
         }
     }
     console.log(`onnxruntime-node ${ort.env.versions.node}, ${args.threads} threads, best of ${args.rounds} per-round medians`);
-    console.log('shape    model                 ms    speedup vs fp32');
+    console.log('shape    model                         ms    time / fp32');
     for (const [B, T] of args.shapes) {
-        for (const m of MODELS) {
+        for (const { name: m } of MODELS) {
             const ms = best[`${B}x${T} ${m}`], fp32 = best[`${B}x${T} fp32`];
-            console.log(`${`${B}x${T}`.padEnd(8)} ${m.padEnd(20)} ${ms.toFixed(1).padStart(8)}  ${(fp32 / ms).toFixed(2)}`);
+            console.log(`${`${B}x${T}`.padEnd(8)} ${m.padEnd(28)} ${ms.toFixed(1).padStart(8)}  ${(ms / fp32).toFixed(2)}`);
         }
     }
 }

@@ -9,9 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/cpu_level.h"
+
 namespace qdq {
 
 namespace {
+
+constexpr const char* kX64QuantPrecision = "session.x64quantprecision";
 
 struct CommandResult {
     int status;
@@ -94,7 +98,12 @@ OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vect
                           std::to_string(options.threads) + " --warmup " + std::to_string(options.warmup_runs) +
                           " --optimization " + quoted(options.optimization);
     if (!options.optimized_path.empty()) command += " --optimized " + quoted(options.optimized_path);
-    for (const std::string& entry : options.session_config) command += " --config " + quoted(entry);
+    bool precision_set = false;
+    for (const std::string& entry : options.session_config) {
+        command += " --config " + quoted(entry);
+        precision_set = precision_set || entry.starts_with(std::string(kX64QuantPrecision) + "=");
+    }
+    if (!precision_set && !cpu_features().vnni) command += " --config " + std::string(kX64QuantPrecision) + "=1";
     const CommandResult r = run_command(command);
     std::filesystem::remove(feeds_path);
     if (r.status != 0) {

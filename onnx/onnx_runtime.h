@@ -17,7 +17,13 @@ struct OnnxRuntimeOptions {
     int threads = 1;                          // intra-op threads; 0: ORT's default, one per core
     int warmup_runs = 0;                      // untimed runs of the first feed before the timed ones
     std::string optimized_path;               // where to save the graph ORT ran, after its fusions
-    std::vector<std::string> session_config;  // "key=value" session config entries
+    // "key=value" session config entries. Unless one sets session.x64quantprecision, it is set
+    // to 1 where cpu_features().vnni is false: without VNNI, ONNX Runtime's u8·s8 integer MatMul
+    // adds pairs of products in 16 bits (VPMADDUBSW) and saturates, which moved the Q/DQ models'
+    // logits by up to 2.5 on an AVX2 CPU; the entry makes it run u8·u8 kernels, exact and slower.
+    // With VNNI the u8·s8 kernels sum in 32 bits, exact, and the entry would only slow them:
+    // INT8 took 0.79× of FP32's time at BERT-mini with it, 0.52× without (docs/BENCHMARKS.md).
+    std::vector<std::string> session_config;
     // The graph optimization level: "all" (as deployed) down to "disabled", every node as ONNX
     // defines it.
     std::string optimization = "all";

@@ -16,7 +16,8 @@
 // --warmup runs the first feed N times, untimed, first: ORT sets up lazily on the first run.
 // --optimized saves the graph ORT runs after its optimizations, to see which nodes it fused
 // (QLinearMatMul, MatMulIntegerToFloat, ...). --config adds a session config entry
-// (onnxruntime_session_options_config_keys.h). --optimization sets the graph optimization level
+// (onnxruntime_session_options_config_keys.h; onnx/onnx_runtime.h adds session.x64quantprecision
+// on CPUs without VNNI). --optimization sets the graph optimization level
 // (disabled, basic, extended, all; default all): disabled runs every node as ONNX defines it.
 'use strict';
 
@@ -24,15 +25,9 @@ const fs = require('fs');
 const path = require('path');
 const ort = require(path.join(__dirname, 'node_modules', 'onnxruntime-node'));
 
-// On x86 CPUs without VNNI, ORT's U8S8 integer MatMul adds pairs of u8*s8 products in int16
-// (VPMADDUBSW), which saturates: on AVX2 it moved the Q/DQ models' logits by up to 2.5 from the
-// fake-quant reference. This entry makes ORT run those MatMuls as U8U8, which does not saturate;
-// on VNNI CPUs it changes nothing. A --config entry for the same key overrides it.
-const DEFAULT_CONFIG = { 'session.x64quantprecision': '1' };
-
 function parseArgs(argv) {
     const positional = [];
-    const options = { optimized: undefined, threads: 1, warmup: 0, optimization: 'all', config: { ...DEFAULT_CONFIG } };
+    const options = { optimized: undefined, threads: 1, warmup: 0, optimization: 'all', config: {} };
     for (let i = 0; i < argv.length; ++i) {
         if (argv[i] === '--optimized') options.optimized = argv[++i];
         else if (argv[i] === '--threads') options.threads = Number(argv[++i]);
