@@ -118,6 +118,49 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
 
 }  // namespace
 
+// Broadcasts of one operand over the other's shape, a bias-like vector, one value, and one that
+// repeats over a middle dim, each side, above the parallel grain with four threads so that
+// chunks start mid-row: every element against the index arithmetic done here.
+TEST(OpsParallel, BroadcastsMatchIndexArithmetic) {
+    int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(4);
+    const Tensor x = random_tensor({5, 301, 67}, 3);
+    struct Op {
+        const char* name;
+        std::function<Tensor(const Tensor&, const Tensor&)> op;
+        std::function<float(float, float)> f;
+    };
+    const Op ops[] = {{"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, [](float a, float b) { return a + b; }},
+                      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, [](float a, float b) { return a - b; }},
+                      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, [](float a, float b) { return a * b; }},
+                      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, [](float a, float b) { return a / b; }}};
+    // Each small shape with the index of x's element (i, j, k) it pairs with.
+    const std::pair<Shape, std::function<int64_t(int64_t, int64_t, int64_t)>> smalls[] = {
+        {{67}, [](int64_t, int64_t, int64_t k) { return k; }},
+        {{1, 1, 67}, [](int64_t, int64_t, int64_t k) { return k; }},
+        {{1}, [](int64_t, int64_t, int64_t) { return (int64_t)0; }},
+        {{}, [](int64_t, int64_t, int64_t) { return (int64_t)0; }},
+        {{301, 1}, [](int64_t, int64_t j, int64_t) { return j; }},
+        {{5, 1, 67}, [](int64_t i, int64_t, int64_t k) { return i * 67 + k; }}};
+    for (const auto& [shape, index] : smalls) {
+        const Tensor v = add(random_tensor(shape, 4), full(shape, 2.0f));  // no division by ~0
+        const float* pv = v.f32();
+        for (const Op& o : ops)
+            for (bool small_first : {false, true}) {
+                const std::vector<float> y = (small_first ? o.op(v, x) : o.op(x, v)).to_vector();
+                const float* px = x.f32();
+                for (int64_t i = 0, e = 0; i < 5; ++i)
+                    for (int64_t j = 0; j < 301; ++j)
+                        for (int64_t k = 0; k < 67; ++k, ++e) {
+                            const float a = px[e], b = pv[index(i, j, k)];
+                            ASSERT_EQ(y[(size_t)e], small_first ? o.f(b, a) : o.f(a, b))
+                                << o.name << " " << shape_str(shape) << (small_first ? " first" : " second") << " at " << e;
+                        }
+            }
+    }
+    omp_set_num_threads(saved_threads);
+}
+
 TEST(OpsErrors, ElementwiseShapesThatDoNotBroadcast) {
     Tensor a = zeros({2, 3}), b = zeros({4});
     expect_error([&] { add(a, b); }, {"[2, 3]", "[4]"});

@@ -15,7 +15,23 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 15;
 
-// y[i] = f(a[ia(i)], b[ib(i)]) over the broadcast shape.
+// Whether b's shape is a's trailing dims (b repeats over a's leading ones): the broadcast the
+// device's add supports, as BERT's bias and position-embedding adds need.
+bool is_trailing_of(const Shape& b, const Shape& a) {
+    return b.size() <= a.size() && std::equal(b.begin(), b.end(), a.end() - (int64_t)b.size());
+}
+
+// How an operand of shape `x` repeats over `out`: every `period` elements when it is one value
+// (period 1) or out's trailing dims after leading 1s (a bias, a per-channel scale); 0 otherwise.
+int64_t repeat_period(const Shape& x, const Shape& out) {
+    const int64_t n = shape_numel(x);
+    if (n == 1) return 1;
+    const auto first = std::find_if(x.begin(), x.end(), [](int64_t d) { return d != 1; });
+    return is_trailing_of(Shape(first, x.end()), out) ? n : 0;
+}
+
+// y[i] = f(a[ia(i)], b[ib(i)]) over the broadcast shape. One operand of the output's shape and
+// the other repeating (a bias, a scale) is walked directly, without an offset per element.
 template <typename F>
 Tensor binary_forward(const Tensor& a, const Tensor& b, F f) {
     Shape shape = broadcast_shapes(a.shape(), b.shape());
@@ -26,6 +42,17 @@ Tensor binary_forward(const Tensor& a, const Tensor& b, F f) {
     if (a.shape() == shape && b.shape() == shape) {
         parallel_for(y.numel(), kGrain, [&](int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end; ++i) py[i] = f(pa[i], pb[i]);
+        });
+        return y;
+    }
+    const bool a_full = a.shape() == shape;
+    const int64_t period = a_full || b.shape() == shape ? repeat_period((a_full ? b : a).shape(), shape) : 0;
+    if (period > 0) {
+        const float* full = a_full ? pa : pb;
+        const float* repeated = a_full ? pb : pa;
+        parallel_for(y.numel(), kGrain, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin, j = begin % period; i < end; ++i, j = j + 1 == period ? 0 : j + 1)
+                py[i] = a_full ? f(full[i], repeated[j]) : f(repeated[j], full[i]);
         });
         return y;
     }
@@ -68,12 +95,6 @@ std::vector<float> expand(const Tensor& x, const Shape& out_shape) {
     const float* px = x.f32();
     for (int64_t i = 0; i < n; ++i) v[(size_t)i] = px[offs[(size_t)i]];
     return v;
-}
-
-// Whether b's shape is a's trailing dims (b repeats over a's leading ones): the broadcast the
-// device's add supports, as BERT's bias and position-embedding adds need.
-bool is_trailing_of(const Shape& b, const Shape& a) {
-    return b.size() <= a.size() && std::equal(b.begin(), b.end(), a.end() - (int64_t)b.size());
 }
 
 // a ∘ b on the device with numpy broadcasting (cuda/kernels/broadcast.cuh).
