@@ -20,6 +20,7 @@
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "cuda/backend.h"
+#include "onnx/onnx_runtime.h"
 #include "parallel/communicator.h"
 #include "report/training_curves.h"
 #include "stages/selftest.h"
@@ -50,7 +51,7 @@ const char* kUsage =
     "\n"
     "options:\n"
     "  --version         print the version, the CPU level (QDQ_CPU caps it), the GEMM backends\n"
-    "                    (FP32, bf16) and the CUDA status\n"
+    "                    (FP32, bf16), the CUDA status and ONNX Runtime's integer kernels\n"
     "  --help            print this help; 'qdqtrain <command> --help' for a command's\n"
     "\n"
     "exit codes: 0 done, 1 failed, 2 bad usage or config, 3 diverged, 77 no GPU for selftest,\n"
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
             std::printf("gemm: %s\n", qdq::gemm_backend_description().c_str());
             std::printf("gemm_bf16: %s\n", qdq::bf16_kernel_description().c_str());
             std::printf("cuda: %s\n", qdq::cuda::device_description().c_str());
+            std::printf("onnxruntime: %s\n", qdq::onnxruntime_integer_kernels().c_str());
             return 0;
         }
         if (name == "selftest") {

@@ -88,6 +88,12 @@ std::string onnxruntime_unavailable() {
            "/node_modules with npm ci --ignore-scripts)";
 }
 
+std::string onnxruntime_integer_kernels() {
+    if (cpu_features().vnni) return "u8s8 (VNNI: exact with ONNX Runtime's defaults)";
+    return std::string("u8u8 (") + kX64QuantPrecision + "=1: no VNNI at CPU level " + cpu_level_name(cpu_level()) +
+           ", where u8s8 saturates)";
+}
+
 OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vector<nn::BertInputs>& feeds,
                                   const OnnxRuntimeOptions& options) {
     if (feeds.empty()) throw std::invalid_argument("run_onnxruntime: no feeds");

@@ -43,6 +43,9 @@ OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vect
 // Empty when node can load onnxruntime-node, else why not and how to fix it.
 std::string onnxruntime_unavailable();
 
+// Which integer MatMul kernels run_onnxruntime gets by default on this CPU, for --version.
+std::string onnxruntime_integer_kernels();
+
 // onnx/onnxruntime in the source tree: run_model.js and its node_modules.
 std::string onnxruntime_dir();
 
