@@ -157,27 +157,27 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
             divisor[(size_t)o] = pq.divisor;
             for (int64_t i = 0; i < in; ++i) {
                 float& v = w[(size_t)(o * in + i)];
-                v = fake_quant_value(v, pq.scale, 1.0f, -128.0f, kInt8Bound, INFINITY);
+                v = fake_quant_value(v, pq.scale, 1.0f, -128.0f, kInt8Bound, INFINITY);  // w holds codes now
             }
         }
     }
     std::optional<int64_t> axis;
     if (scale.size() > 1) axis = 1;  // written, never left to ONNX's default
-    const std::string codes_name = name + "." + sites::kLinearWeight;
+    const std::string quantizer = name + "." + sites::kLinearWeight;
     if (amax && !fold && b.target == QdqTarget::OnnxRuntimeCpu) {
         std::vector<int8_t> codes((size_t)(in * out));
         for (int64_t o = 0; o < out; ++o)
             for (int64_t i = 0; i < in; ++i) codes[(size_t)(i * out + o)] = (int8_t)w[(size_t)(o * in + i)];
-        const QdqParams p = qdq_params(b, codes_name, scale, axis, onnx::TensorProto::INT8, 0);
-        const std::string init = add_i8(b.g, codes_name + ".codes", {in, out}, codes);
-        return add_node(b.g, "DequantizeLinear", codes_name + ".dequantize", {init, p.scale, p.zero_point}, p.attrs);
+        const QdqParams p = qdq_params(b, quantizer, scale, axis, onnx::TensorProto::INT8, 0);
+        const std::string init = add_i8(b.g, quantizer + ".codes", {in, out}, codes);
+        return add_node(b.g, "DequantizeLinear", quantizer + ".dequantize", {init, p.scale, p.zero_point}, p.attrs);
     }
     std::vector<float> wt((size_t)(in * out));
     for (int64_t o = 0; o < out; ++o)
         for (int64_t i = 0; i < in; ++i) wt[(size_t)(i * out + o)] = w[(size_t)(o * in + i)] / divisor[(size_t)o];
     std::string init = add_f32(b.g, key + ".weight.transposed", {in, out}, wt);
     if (!amax || fold) return init;
-    return qdq(b, init, codes_name, scale, axis, onnx::TensorProto::INT8, 0);
+    return qdq(b, init, quantizer, scale, axis, onnx::TensorProto::INT8, 0);
 }
 
 // y = x·Wᵀ + b with both MatMul inputs fake-quantized where the state says so. The bias Add's
