@@ -1,6 +1,8 @@
 // ONNX Runtime CPU latency of the models bench_onnx_export writes (fp32, qdq-tensorrt,
 // qdq-onnxruntime-cpu), run alternately so that all see the same contention; each model's
-// figure is its best per-round median. The onnxruntime-cpu file runs twice: with ORT's defaults
+// figure is its best per-round median, and its ratio to FP32 is also given round by round
+// (median and range), as models of one round share that round's contention. The onnxruntime-cpu
+// file runs twice: with ORT's defaults
 // (u8·s8 integer kernels, exact on VNNI CPUs, saturating without VNNI) and with
 // session.x64quantprecision=1 (u8·u8 kernels, exact everywhere), the setting the pipeline's
 // runs take on CPUs without VNNI (onnx/onnx_runtime.h).
@@ -62,6 +64,7 @@ async function main() {
         });
     }
     const best = {};
+    const perRound = {};  // "BxT model" -> that round's median, one entry per round
     for (let round = 1; round <= args.rounds; ++round) {
         for (const [B, T] of args.shapes) {
             const input = feeds(B, T);
@@ -76,16 +79,19 @@ async function main() {
                 }
                 const key = `${B}x${T} ${m}`;
                 best[key] = Math.min(best[key] ?? Infinity, median(times));
+                (perRound[key] ??= []).push(median(times));
                 console.error(`# round ${round} ${key}: median ${median(times).toFixed(1)} ms of ${reps}`);
             }
         }
     }
     console.log(`onnxruntime-node ${ort.env.versions.node}, ${args.threads} threads, best of ${args.rounds} per-round medians`);
-    console.log('shape    model                         ms    time / fp32');
+    console.log('shape    model                         ms    time / fp32   per round: median (range)');
     for (const [B, T] of args.shapes) {
         for (const { name: m } of MODELS) {
-            const ms = best[`${B}x${T} ${m}`], fp32 = best[`${B}x${T} fp32`];
-            console.log(`${`${B}x${T}`.padEnd(8)} ${m.padEnd(28)} ${ms.toFixed(1).padStart(8)}  ${(ms / fp32).toFixed(2)}`);
+            const key = `${B}x${T} ${m}`, ms = best[key], fp32 = best[`${B}x${T} fp32`];
+            const ratios = perRound[key].map((t, r) => t / perRound[`${B}x${T} fp32`][r]).sort((a, b) => a - b);
+            const spread = `${median(ratios).toFixed(2)} (${ratios[0].toFixed(2)}-${ratios[ratios.length - 1].toFixed(2)})`;
+            console.log(`${`${B}x${T}`.padEnd(8)} ${m.padEnd(28)} ${ms.toFixed(1).padStart(8)}  ${(ms / fp32).toFixed(2)}          ${spread}`);
         }
     }
 }
