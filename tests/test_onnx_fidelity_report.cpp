@@ -1,6 +1,6 @@
 // The fidelity report (stages/onnx_fidelity.h) on a trained IMDB classifier exported for ONNX
-// Runtime (tests/support/onnx_task_runs.h): clean, then with a scale nudged by one ulp and with a
-// Q/DQ pair taken out of the exported graph.
+// Runtime (tests/support/onnx_task_runs.h): clean, then with a scale nudged by one ulp, with one
+// 5% off and with a Q/DQ pair taken out of the exported graph.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,6 +36,22 @@ std::string edited_model(const std::string& in_path, const std::string& out, con
     std::ofstream written(out, std::ios::binary);
     EXPECT_TRUE(model.SerializeToOstream(&written)) << out;
     return out;
+}
+
+// The exported model with the float scale of `quantizer` (its Q and DQ share it) set to
+// change(scale), into `out`.
+std::string with_scale(const std::string& model, const std::string& out, const std::string& quantizer,
+                       const std::function<float(float)>& change) {
+    return edited_model(model, out, [&](onnx::GraphProto& g) {
+        for (onnx::TensorProto& t : *g.mutable_initializer())
+            if (t.name() == quantizer + ".scale") {
+                std::string& raw_bytes = *t.mutable_raw_data();
+                float scale;
+                std::memcpy(&scale, raw_bytes.data(), sizeof scale);
+                scale = change(scale);
+                std::memcpy(raw_bytes.data(), &scale, sizeof scale);
+            }
+    });
 }
 
 // Every Linear whose output a quantizer takes directly (Q, K, V into the attention products, both
@@ -97,7 +113,11 @@ void expect_integer_products_are_onnx_runtimes(Task& task, const OnnxRuntimeResu
 // exported for ONNX Runtime: its 40 quantizers are where the export put them, with the very
 // scales, and the codes agree, as defined and as deployed, but for float rounding's ties (a
 // handful of elements, one step, amplified by the quantizers after them to at most kMaxSteps);
-// the labels are the framework's.
+// the labels are the framework's. How many ties there are depends on the trained model, which
+// the build's own float rounding changes: the release build moved none of the embeddings'
+// LayerNorm codes and at most 0.002% of a quantizer's (one step), the sanitizer build 2 there
+// and then up to 0.12% (a little over two steps). The bounds leave room for that; a scale 5% off moved
+// 26% of its quantizer's codes.
 // A scale one ulp off and a Q/DQ pair dropped are each found and named.
 TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     for (const char* file : {kVocab, kImdbTrain, kImdbTest}) QDQ_REQUIRE_DATA_FILE(file);
@@ -112,14 +132,17 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     const std::string model = export_run(dir, qdq, "qdq", "onnxruntime-cpu");
     const FidelityOptions options{.examples = 64, .batch_size = 32};
 
-    constexpr double kMaxSteps = 2;
+    constexpr double kMaxSteps = 3;
+    constexpr int64_t kMovedPerMillion = 5000;  // of any quantizer's codes
+    constexpr int64_t kEmbeddingTiesPerMillion = 10;
     const FidelityReport clean = check_onnx_fidelity(*task, model, options);
     std::printf("%s", fidelity_markdown(clean).c_str());
     EXPECT_EQ(clean.examples, 64);
     EXPECT_EQ(clean.quantizers.size(), 40u);
     EXPECT_TRUE(clean.missing.empty());
     ASSERT_FALSE(clean.quantizers.empty());
-    EXPECT_EQ(clean.quantizers[0].as_defined.moved, 0) << "the embeddings' LayerNorm output, before any quantized product";
+    EXPECT_LE(clean.quantizers[0].as_defined.moved * 1000000, kEmbeddingTiesPerMillion * clean.quantizers[0].elements)
+        << "the embeddings' LayerNorm output, before any quantized product: float rounding's ties only";
     int computed = 0;
     for (const QuantizerFidelity& q : clean.quantizers) {
         EXPECT_EQ(q.scale_ulps, 0) << q.name;
@@ -127,7 +150,7 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
         if (q.as_deployed) ways.push_back(*q.as_deployed);
         for (const StepAgreement& a : ways) {
             EXPECT_LE(a.max_steps, kMaxSteps) << q.name;
-            EXPECT_LE(a.moved * 1000, q.elements) << q.name;
+            EXPECT_LE(a.moved * 1000000, kMovedPerMillion * q.elements) << q.name;
         }
         computed += q.as_deployed.has_value();
         EXPECT_EQ(q.as_deployed.has_value(), !q.name.ends_with("_weight_quantizer")) << q.name;
@@ -151,18 +174,18 @@ TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     expect_integer_products_are_onnx_runtimes(*task, probed);
 
     const std::string nudged = "layer.1.intermediate.dense._input_quantizer";
-    const std::string one_ulp = edited_model(model, (dir.path() / "one_ulp.onnx").string(), [&](onnx::GraphProto& g) {
-        for (onnx::TensorProto& t : *g.mutable_initializer())
-            if (t.name() == nudged + ".scale") {
-                std::string& raw_bytes = *t.mutable_raw_data();
-                int32_t bits;
-                std::memcpy(&bits, raw_bytes.data(), sizeof bits);
-                ++bits;
-                std::memcpy(raw_bytes.data(), &bits, sizeof bits);
-            }
-    });
+    const std::string one_ulp = with_scale(model, (dir.path() / "one_ulp.onnx").string(), nudged,
+                                           [](float scale) { return std::nextafter(scale, INFINITY); });
     const FidelityReport off = check_onnx_fidelity(*task, one_ulp, options);
     for (const QuantizerFidelity& q : off.quantizers) EXPECT_EQ(q.scale_ulps, q.name == nudged ? 1 : 0) << q.name;
+
+    // A scale 5% off, as a wrong calibration would leave it, moves far more codes than the bound.
+    const std::string wrong = with_scale(model, (dir.path() / "wrong_scale.onnx").string(), nudged,
+                                         [](float scale) { return scale * 1.05f; });
+    for (const QuantizerFidelity& q : check_onnx_fidelity(*task, wrong, options).quantizers) {
+        if (q.name != nudged) continue;
+        EXPECT_GT(q.as_defined.moved * 1000000, 10 * kMovedPerMillion * q.elements) << q.name;
+    }
 
     // The residual's addend of layer 0's attention output passed on unquantized: its Q and DQ
     // gone, their consumer reading the Q's input.
