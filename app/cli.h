@@ -26,6 +26,10 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// `text`, the value of option `flag`, as a whole number from 1 to INT_MAX; else a UsageError
+// naming both ("3x" and "0" are refused, not read as 3 and as nothing).
+int whole_number(const std::string& flag, const std::string& text);
+
 // The commands that take a CONFIG, by name.
 const std::map<std::string, Command>& config_commands();
 

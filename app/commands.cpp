@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "app/cli.h"
@@ -61,19 +62,9 @@ E option_choice(std::map<std::string, std::string>& options, const std::string& 
     throw UsageError(flag + " must be one of " + choice_names(choices) + "; got '" + options[flag] + "'");
 }
 
-// A whole number >= 1 under `flag`, else `fallback` when it is absent.
+// The whole number under `flag` (whole_number), else `fallback` when it is absent.
 int64_t option_count(std::map<std::string, std::string>& options, const std::string& flag, int64_t fallback) {
-    if (!options.count(flag)) return fallback;
-    const std::string& text = options[flag];
-    size_t used = 0;
-    int64_t n = 0;
-    try {
-        n = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used == 0 || used != text.size() || n < 1) throw UsageError(flag + " must be a whole number >= 1; got '" + text + "'");
-    return n;
+    return options.count(flag) ? whole_number(flag, options[flag]) : fallback;
 }
 
 int run_eval(const RunConfig& config, std::map<std::string, std::string>& options) {
@@ -232,6 +223,20 @@ const char* const kSavePretrainedHelp =
     "  --out DIR         the directory to write (required)\n";
 
 }  // namespace
+
+int whole_number(const std::string& flag, const std::string& text) {
+    constexpr int64_t kMost = std::numeric_limits<int>::max();
+    size_t used = 0;
+    int64_t n = 0;
+    try {
+        n = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size() || n < 1 || n > kMost)
+        throw UsageError(flag + " must be a whole number from 1 to " + std::to_string(kMost) + "; got '" + text + "'");
+    return (int)n;
+}
 
 const std::map<std::string, Command>& config_commands() {
     static const std::map<std::string, Command> table = {

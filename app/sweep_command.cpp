@@ -1,6 +1,5 @@
 // qdqtrain sweep: a sweep file's runs on this machine, or a Slurm script for them.
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -37,9 +36,8 @@ int run_sweep_command(int argc, char** argv) {
             if (i + 1 >= argc) throw UsageError(arg + " needs a value");
             std::string value = argv[++i];
             if (arg == "--slurm") slurm = value;
-            else if (arg == "--ranks" && (ranks = std::atoi(value.c_str())) < 1) throw UsageError("--ranks needs a positive number");
-            else if (arg == "--parallel" && (parallel = std::atoi(value.c_str())) < 1)
-                throw UsageError("--parallel needs a positive number");
+            else if (arg == "--ranks") ranks = whole_number(arg, value);
+            else parallel = whole_number(arg, value);
         } else if (arg == "--results") {
             results_only = true;
         } else if (arg.rfind("-", 0) == 0 || !path.empty()) {
