@@ -1,11 +1,10 @@
 // ONNX Runtime CPU latency of the models bench_onnx_export writes (fp32, qdq-tensorrt,
 // qdq-onnxruntime-cpu), run alternately so that all see the same contention; each model's
 // figure is its best per-round median, and its ratio to FP32 is also given round by round
-// (median and range), as models of one round share that round's contention. The onnxruntime-cpu
-// file runs twice: with ORT's defaults
-// (u8·s8 integer kernels, exact on VNNI CPUs, saturating without VNNI) and with
-// session.x64quantprecision=1 (u8·u8 kernels, exact everywhere), the setting the pipeline's
-// runs take on CPUs without VNNI (onnx/onnx_runtime.h).
+// (median and range), as the models of one round share that round's contention. The
+// onnxruntime-cpu file runs twice: with ORT's defaults (u8·s8 integer kernels, exact on VNNI
+// CPUs, saturating without VNNI) and with session.x64quantprecision=1 (u8·u8 kernels, exact
+// everywhere), the setting the pipeline's runs take on CPUs without VNNI (onnx/onnx_runtime.h).
 //
 //   node bench/bench_onnx.js DIR [--threads 2] [--rounds 3] [--shapes 32x128,1x128]
 //
