@@ -116,8 +116,8 @@ void expect_integer_products_are_onnx_runtimes(Task& task, const OnnxRuntimeResu
 // the labels are the framework's. How many ties there are depends on the trained model, which
 // the build's own float rounding changes: the release build moved none of the embeddings'
 // LayerNorm codes and at most 0.002% of a quantizer's (one step), the sanitizer build 2 there
-// and then up to 0.12% (a little over two steps). The bounds leave room for that; a scale 5% off moved
-// 26% of its quantizer's codes.
+// and then up to 0.12% (a little over two steps). The bounds leave room for that; a scale 5%
+// off moved 26% of its quantizer's codes.
 // A scale one ulp off and a Q/DQ pair dropped are each found and named.
 TEST(OnnxTasks, FidelityReportFindsAScaleOneUlpOffAndADroppedPair) {
     for (const char* file : {kVocab, kImdbTrain, kImdbTest}) QDQ_REQUIRE_DATA_FILE(file);
