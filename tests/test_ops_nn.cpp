@@ -208,6 +208,41 @@ TEST(OpsNnLayerNorm, GradientsDoNotDependOnTheThreadCount) {
     EXPECT_EQ(run(1), run(2));
 }
 
+// The forward computes in double and rounds once, so each output is the float nearest the value
+// computed in long double (64-bit significand) from the same float inputs; a float forward parts
+// from it by an ulp here and there, and ONNX Runtime's LayerNormalization with it. Rows of BERT's
+// widths, a large mean and a small spread (where a float mean loses most), with and without the
+// residual addend, which the op sums in float first.
+TEST(OpsNnLayerNorm, EachOutputIsTheFloatNearestTheExactValue) {
+    const int64_t rows = 48;
+    const float eps = 1e-12f;
+    for (int64_t C : {256, 768, 1024})
+        for (bool with_residual : {false, true}) {
+            Tensor x = add(random_tensor({rows, C}, 20, -0.5f, 0.5f), full({1}, 30.0f));
+            Tensor res = random_tensor({rows, C}, 21, -2.0f, 2.0f);
+            Tensor gamma = random_tensor({C}, 22, 0.5f, 1.5f), beta = random_tensor({C}, 23);
+            const std::vector<float> y = (with_residual ? add_layer_norm(x, res, gamma, beta, eps)
+                                                        : layer_norm(x, gamma, beta, eps)).to_vector();
+            const std::vector<float> px = x.to_vector(), pr = res.to_vector(), g = gamma.to_vector(), b = beta.to_vector();
+            int64_t parted = 0;
+            for (int64_t r = 0; r < rows; ++r) {
+                std::vector<float> in((size_t)C);
+                for (int64_t j = 0; j < C; ++j)
+                    in[(size_t)j] = with_residual ? px[(size_t)(r * C + j)] + pr[(size_t)(r * C + j)] : px[(size_t)(r * C + j)];
+                long double total = 0, squares = 0;
+                for (float v : in) total += v;
+                const long double mean = total / C;
+                for (float v : in) squares += (v - mean) * (v - mean);
+                const long double rstd = 1.0L / std::sqrt(squares / C + eps);
+                for (int64_t j = 0; j < C; ++j) {
+                    const float exact = (float)((in[(size_t)j] - mean) * rstd * g[(size_t)j] + b[(size_t)j]);
+                    parted += y[(size_t)(r * C + j)] != exact;
+                }
+            }
+            EXPECT_EQ(parted, 0) << "C " << C << (with_residual ? " with residual" : "");
+        }
+}
+
 // The GEMMs of linear's backward accumulate (beta = 1) into existing gradients.
 TEST(OpsNnLinear, BackwardAccumulatesIntoExistingGradients) {
     Tensor x = random_tensor({3, 4}, 15).set_requires_grad();

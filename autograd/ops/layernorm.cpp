@@ -3,10 +3,14 @@
 // σ² biased as in PyTorch, y = x̂·γ + β:
 //   dγ += Σ_rows dy·x̂,  dβ += Σ_rows dy,
 //   dx = rstd·(dy·γ − mean(dy·γ) − x̂·mean(dy·γ·x̂)).
-// Forward saves μ and rstd per row, so backward recomputes x̂ without another reduction.
-// Rows are centred on their first value x₀ before anything else: x − x₀ is exact for values of
-// one magnitude, and μ is kept as μ − x₀. A row with a large mean and a small spread then keeps
-// its precision; μ rounded to a float would not (its rounding, times rstd, lands in x̂).
+// Forward computes in double and rounds y once: μ, σ² (two passes) and every output, so y is the
+// float nearest the exact value but for a double's rounding, whatever the CPU's vector width.
+// ONNX Runtime's LayerNormalization lands on the same floats; a float forward parted from it,
+// and each parting moved the next quantizer's code in an INT8 export (docs/BENCHMARKS.md).
+// It saves μ and rstd per row as floats, so backward recomputes x̂ without another reduction.
+// There rows are centred on their first value x₀: x − x₀ is exact for values of one magnitude,
+// and μ is kept as μ − x₀. A row with a large mean and a small spread then keeps its
+// precision; μ rounded to a float would not (its rounding, times rstd, lands in x̂).
 // add_layer_norm normalizes x + residual, writing the sum once (backward needs it): BERT's
 // "Add & Norm" without a separate add op; both addends receive dx.
 #include <algorithm>
@@ -43,19 +47,19 @@ void layernorm_forward(float* y, float* mean, float* rstd, float* sum, const flo
             for (int64_t j = 0; j < C; ++j) s[j] = in[j] + res[j];
             in = s;
         }
-        float x0 = in[0], total = 0.0f;
+        double total = 0.0;
 #pragma omp simd reduction(+ : total)
-        for (int64_t j = 0; j < C; ++j) total += in[j] - x0;
-        float m = total / (float)C;
-        float squares = 0.0f;  // two passes: Σ(x − μ)² does not cancel like Σx² − Cμ²
+        for (int64_t j = 0; j < C; ++j) total += in[j];
+        const double mu = total / (double)C;
+        double squares = 0.0;  // two passes: Σ(x − μ)² does not cancel like Σx² − Cμ²
 #pragma omp simd reduction(+ : squares)
-        for (int64_t j = 0; j < C; ++j) squares += ((in[j] - x0) - m) * ((in[j] - x0) - m);
-        float rs = 1.0f / std::sqrt(squares / (float)C + eps);
+        for (int64_t j = 0; j < C; ++j) squares += (in[j] - mu) * (in[j] - mu);
+        const double rs = 1.0 / std::sqrt(squares / (double)C + (double)eps);
         float* yr = y + r * C;
 #pragma omp simd
-        for (int64_t j = 0; j < C; ++j) yr[j] = ((in[j] - x0) - m) * rs * gamma[j] + beta[j];
-        mean[r] = m;
-        rstd[r] = rs;
+        for (int64_t j = 0; j < C; ++j) yr[j] = (float)((in[j] - mu) * rs * gamma[j] + beta[j]);
+        mean[r] = (float)(mu - in[0]);
+        rstd[r] = (float)rs;
     }
 }
 
@@ -148,7 +152,7 @@ Tensor device_grad_or_scratch(const Tensor& t, const Shape& shape) {
     return t.defined() && t.requires_grad() ? t.grad_buffer() : zeros(shape, DType::F32, Device::CUDA);
 }
 
-// The device path (cuda/kernels/layernorm.cuh): the same centring and two-pass variance.
+// The device path (cuda/kernels/layernorm.cuh): the same arithmetic.
 Tensor layer_norm_cuda(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta, float eps) {
     const int64_t C = x.size(-1), rows = x.numel() / C;
     Tensor y = empty(x.shape(), DType::F32, Device::CUDA), mean = empty({rows}, DType::F32, Device::CUDA);

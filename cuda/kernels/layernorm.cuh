@@ -1,6 +1,7 @@
 // LayerNorm over rows of C, optionally of x + residual (BERT's "Add & Norm"), one block per row,
-// with the CPU kernel's arguments and arithmetic (autograd/ops/layernorm.cpp): rows centred on
-// their first value x₀, mean kept as μ − x₀, two-pass variance, rstd = 1/√(σ² + eps);
+// with the CPU kernel's arguments and arithmetic (autograd/ops/layernorm.cpp): forward in double
+// (two-pass variance, y rounded once), μ − x₀ and rstd = 1/√(σ² + eps) saved as floats for
+// backward, which centres rows on their first value x₀;
 //   dx = rstd·(dy·γ − mean(dy·γ) − x̂·mean(dy·γ·x̂)), into dx2 as well for the residual;
 //   dγ += Σ_rows dy·x̂, dβ += Σ_rows dy by a second kernel, one thread per column, rows in order.
 #pragma once
@@ -22,17 +23,16 @@ static __global__ void layernorm_forward_rows(float* y, float* mean, float* rstd
         __syncthreads();  // every thread reads the whole row below
         in = sum + r * C;
     }
-    const float x0 = in[0];
-    float total = 0.0f;
-    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) total += in[j] - x0;
-    const float m = block_reduce(total, SumOp{}, 0.0f) / (float)C;
-    float squares = 0.0f;
-    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) squares += ((in[j] - x0) - m) * ((in[j] - x0) - m);
-    const float rs = 1.0f / sqrtf(block_reduce(squares, SumOp{}, 0.0f) / (float)C + eps);
-    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) y[r * C + j] = ((in[j] - x0) - m) * rs * gamma[j] + beta[j];
+    double total = 0.0;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) total += in[j];
+    const double mu = block_reduce(total, SumOp{}, 0.0) / (double)C;
+    double squares = 0.0;
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) squares += (in[j] - mu) * (in[j] - mu);
+    const double rs = 1.0 / sqrt(block_reduce(squares, SumOp{}, 0.0) / (double)C + (double)eps);
+    for (int64_t j = threadIdx.x; j < C; j += blockDim.x) y[r * C + j] = (float)((in[j] - mu) * rs * gamma[j] + beta[j]);
     if (threadIdx.x == 0) {
-        mean[r] = m;
-        rstd[r] = rs;
+        mean[r] = (float)(mu - in[0]);
+        rstd[r] = (float)rs;
     }
 }
 
