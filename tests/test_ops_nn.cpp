@@ -210,9 +210,9 @@ TEST(OpsNnLayerNorm, GradientsDoNotDependOnTheThreadCount) {
 
 // The forward computes in double and rounds once, so each output is the float nearest the value
 // computed in long double (64-bit significand) from the same float inputs; a float forward parts
-// from it by an ulp here and there, and ONNX Runtime's LayerNormalization with it. Rows of BERT's
-// widths, a large mean and a small spread (where a float mean loses most), with and without the
-// residual addend, which the op sums in float first.
+// from it by an ulp on most of these outputs. Rows of BERT's widths, a large mean and a small
+// spread (where a float mean loses most), with and without the residual addend, which the op
+// sums in float first.
 TEST(OpsNnLayerNorm, EachOutputIsTheFloatNearestTheExactValue) {
     const int64_t rows = 48;
     const float eps = 1e-12f;

@@ -5,8 +5,9 @@
 //   dx = rstd·(dy·γ − mean(dy·γ) − x̂·mean(dy·γ·x̂)).
 // Forward computes in double and rounds y once: μ, σ² (two passes) and every output, so y is the
 // float nearest the exact value but for a double's rounding, whatever the CPU's vector width.
-// ONNX Runtime's LayerNormalization lands on the same floats; a float forward parted from it,
-// and each parting moved the next quantizer's code in an INT8 export (docs/BENCHMARKS.md).
+// A float forward rounded at every step, and each rounding that moved an output across a code's
+// tie moved a code of the INT8 export's; ONNX Runtime's float LayerNormalization still parts from
+// the exact value now and then, on its side (docs/BENCHMARKS.md).
 // It saves μ and rstd per row as floats, so backward recomputes x̂ without another reduction.
 // There rows are centred on their first value x₀: x − x₀ is exact for values of one magnitude,
 // and μ is kept as μ − x₀. A row with a large mean and a small spread then keeps its
