@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -81,11 +82,16 @@ std::vector<float> read_floats(const std::string& path) {
 
 std::string onnxruntime_dir() { return QDQ_ONNXRUNTIME_DIR; }
 
+std::string node_command() {
+    const char* set = std::getenv("QDQ_NODE");
+    return set && *set ? set : "node";
+}
+
 std::string onnxruntime_unavailable() {
     const std::string module = onnxruntime_dir() + "/node_modules/onnxruntime-node";
-    if (run_command("node -e " + quoted("require(\"" + module + "\")")).status == 0) return "";
-    return "node with onnxruntime-node is missing (scripts/setup.sh installs it into " + onnxruntime_dir() +
-           "/node_modules with npm ci --ignore-scripts)";
+    if (run_command(node_command() + " -e " + quoted("require(\"" + module + "\")")).status == 0) return "";
+    return node_command() + " with onnxruntime-node is missing (scripts/setup.sh installs it into " +
+           onnxruntime_dir() + "/node_modules with npm ci --ignore-scripts)";
 }
 
 std::string onnxruntime_integer_kernels() {
@@ -99,8 +105,8 @@ OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vect
     if (feeds.empty()) throw std::invalid_argument("run_onnxruntime: no feeds");
     const std::string feeds_path = model_path + ".feeds.json", outputs_path = model_path + ".outputs.json";
     write_feeds(feeds_path, feeds);
-    std::string command = "node " + quoted(onnxruntime_dir() + "/run_model.js") + " " + quoted(model_path) + " " +
-                          quoted(feeds_path) + " " + quoted(outputs_path) + " --threads " +
+    std::string command = node_command() + " " + quoted(onnxruntime_dir() + "/run_model.js") + " " +
+                          quoted(model_path) + " " + quoted(feeds_path) + " " + quoted(outputs_path) + " --threads " +
                           std::to_string(options.threads) + " --warmup " + std::to_string(options.warmup_runs) +
                           " --optimization " + quoted(options.optimization);
     if (!options.optimized_path.empty()) command += " --optimized " + quoted(options.optimized_path);

@@ -49,4 +49,9 @@ std::string onnxruntime_integer_kernels();
 // onnx/onnxruntime in the source tree: run_model.js and its node_modules.
 std::string onnxruntime_dir();
 
+// The shell command that starts node: QDQ_NODE when set, else "node" from PATH. The suite sets it
+// to node under an x86 emulator whose CPU lacks VNNI and AVX-512, so that ONNX Runtime runs the
+// integer kernels of an AVX2-only CPU on any machine (tests/CMakeLists.txt).
+std::string node_command();
+
 }  // namespace qdq
