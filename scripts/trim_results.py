@@ -2,7 +2,11 @@
 """Trims the committed pipeline records, experiments/results/<sweep>/runs/run-NNN/results.json,
 of what no table or report reads: each activation quantizer's calibration histogram,
 calibration.quantizers[i].histogram (512 bar counts, its bin width and max), about three
-quarters of each file. Everything else is kept as written, byte for byte.
+quarters of each file. It also writes each absolute path in a record (the config's data_dir,
+vocab, train_files, eval_files and model.init, which a run resolves against the machine's
+folders) relative to the repository root, "../shared/data/imdb/imdb_train.jsonl.gz" say: a
+committed record then names no folder of the machine it ran on. Everything else is kept as
+written, byte for byte.
 
 Why the histograms can go:
 - The only reader of committed records is the sweep report (`qdqtrain sweep SWEEP.json
@@ -17,6 +21,13 @@ Why the histograms can go:
   histogram with the methods' ranges), runs inside `qdqtrain calibrate` on the result it has
   just computed, in the run's own directory (calibrate/calibration.json keeps them); nothing
   renders a report from a results.json.
+
+Why the paths may change: nothing reads a record's paths back. The strict reader parses the
+config without resolving or opening a file, and the sweep report reads training.seed and
+training.bf16 from it. Relative to the repository root is how the configs name them: a path in
+"model" is relative to the config's folder under experiments/configs, and the data directory
+defaults to ../shared/data beside the source tree (data/data_dir.h). Run the script in the
+checkout the sweep ran in, as the sweep's record lies there.
 
 What is kept, and why:
 - config: required by the reader; the sweep report reads training.seed and training.bf16, and
@@ -46,6 +57,8 @@ import json
 import os
 import re
 import sys
+
+REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 # By sweep (the results_dir's name): the quantizers whose histograms a document quotes.
 KEEP_HISTOGRAMS = {
@@ -95,6 +108,19 @@ def trim(results, sweep):
     return dropped
 
 
+def relative_paths(value, root):
+    """value with each absolute path string in it made relative to root; returns how many."""
+    changed = 0
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, v in items:
+        if isinstance(v, str) and not isinstance(v, Number) and os.path.isabs(v):
+            value[key] = os.path.relpath(os.path.normpath(v), root)
+            changed += 1
+        else:
+            changed += relative_paths(v, root)
+    return changed
+
+
 def main():
     args = sys.argv[1:]
     dry = "--dry-run" in args
@@ -103,8 +129,7 @@ def main():
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         sys.exit(2)
     if not files:
-        root = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-        files = sorted(glob.glob(os.path.join(root, "experiments/results/*/runs/run-*/results.json")))
+        files = sorted(glob.glob(os.path.join(os.path.relpath(REPO_ROOT), "experiments/results/*/runs/run-*/results.json")))
     failed = 0
     before_total = after_total = 0
     for path in files:
@@ -116,11 +141,12 @@ def main():
             failed += 1
             continue
         dropped = trim(results, sweep_of(path))
+        paths = relative_paths(results, REPO_ROOT)
         out = dump(results) + "\n"
         before, after = len(text.encode()), len(out.encode())
         before_total += before
         after_total += after
-        print(f"{path}: {dropped} histograms dropped, {before} -> {after} bytes")
+        print(f"{path}: {dropped} histograms dropped, {paths} paths made relative, {before} -> {after} bytes")
         if not dry and out != text:
             tmp = path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as f:

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "json/json_file.h"
 #include "report/pipeline_report.h"
@@ -403,4 +404,34 @@ TEST(ResultsFile, TheShippedRunsReadBackToTheirTaskAndWriteTheSameJson) {
     EXPECT_GE(runs, 20u);
     EXPECT_GE(squad, 3u);
     EXPECT_GE(calibrations, 1u);
+}
+
+namespace {
+
+// The dotted keys of every string in `json` that is an absolute path.
+void absolute_paths(const nlohmann::json& json, const std::string& key, std::vector<std::string>& found) {
+    if (json.is_string() && std::filesystem::path(json.get<std::string>()).is_absolute()) found.push_back(key);
+    if (json.is_object())
+        for (const auto& [k, v] : json.items()) absolute_paths(v, key.empty() ? k : key + "." + k, found);
+    if (json.is_array())
+        for (size_t i = 0; i < json.size(); ++i) absolute_paths(json[i], key + "[" + std::to_string(i) + "]", found);
+}
+
+}  // namespace
+
+// A run resolves its config's paths against the machine's folders; the committed records name
+// them relative to the repository root (scripts/trim_results.py), so that none names a folder
+// of the machine it ran on.
+TEST(ResultsFile, TheShippedResultFilesNameNoAbsolutePath) {
+    namespace fs = std::filesystem;
+    size_t files = 0;
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(fs::path(QDQ_REPO_DIR) / "experiments")) {
+        if (e.path().extension() != ".json") continue;
+        std::vector<std::string> found;
+        absolute_paths(read_json_file(e.path().string()), "", found);
+        EXPECT_TRUE(found.empty()) << e.path().string() << ": '" << found.front() << "' and "
+                                   << found.size() - 1 << " more";
+        ++files;
+    }
+    EXPECT_GE(files, 40u);
 }
