@@ -129,7 +129,8 @@ def main():
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         sys.exit(2)
     if not files:
-        files = sorted(glob.glob(os.path.join(os.path.relpath(REPO_ROOT), "experiments/results/*/runs/run-*/results.json")))
+        pattern = os.path.join(os.path.relpath(REPO_ROOT), "experiments/results/*/runs/run-*/results.json")
+        files = sorted(glob.glob(pattern))
     failed = 0
     before_total = after_total = 0
     for path in files:
