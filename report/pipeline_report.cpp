@@ -30,17 +30,25 @@ std::string choices_sentence(const RunConfig& config, const PipelineResults& res
            ", held out of training; every number above is the test set's.";
 }
 
-std::string precision_sentence(const RunConfig& run_config) {
-    if (!run_config.training.bf16)
-        return "Every framework row ran its matrix products in FP32, those of two quantized operands on their integer "
-               "codes, as the exported INT8 graph computes them.";
-    return "Training ran its matrix products in bf16 with FP32 accumulation (training.bf16; in FP32 on a CPU "
-           "without a bf16 kernel, as the run's log says), and so did the FP32 row's scoring; every quantized row "
-           "was scored with FP32 products, those of two quantized operands on their integer codes, as the exported "
-           "INT8 graph computes. ONNX Runtime rows, where there are, run the exported FP32 and INT8 graphs.";
+namespace {
+
+// How the products of two quantized operands ran, after "those of two quantized operands", as
+// the record says; `object` ends the sentence where the code's own wording names its object.
+std::string quantized_products_clause(const std::optional<Scoring>& scoring, const std::string& object) {
+    if (!scoring)
+        return "either on their dequantized values or on their integer codes: the record predates records saying "
+               "which";
+    if (scoring->quantized_products == QuantizedProducts::integer_codes)
+        return "on their integer codes, as the exported INT8 graph computes" + object;
+    return "on their dequantized values (pytorch-quantization's fake quantization), where the exported INT8 graph "
+           "multiplies the integer codes";
 }
 
-namespace {
+// A LayerNorm other than the exact one, said where a record's rows ran it.
+std::string layer_norm_sentence(const std::optional<Scoring>& scoring) {
+    if (!scoring || scoring->layer_norm == LayerNormForward::exact) return "";
+    return " LayerNorm summed its mean and variance in float32, not in double with each output rounded once.";
+}
 
 // What the float set costs in ONNX Runtime: the INT8 model's latency against every quantizer's.
 std::string float_set_latency_sentence(const PipelineResults& results) {
@@ -79,6 +87,18 @@ std::string agreement_sentence(const PipelineResults& results) {
 }
 
 }  // namespace
+
+std::string precision_sentence(const PipelineResults& results) {
+    const std::optional<Scoring>& scoring = results.scoring;
+    if (!results.config.training.bf16)
+        return "Every framework row ran its matrix products in FP32, those of two quantized operands " +
+               quantized_products_clause(scoring, " them") + "." + layer_norm_sentence(scoring);
+    return "Training ran its matrix products in bf16 with FP32 accumulation (training.bf16; in FP32 on a CPU "
+           "without a bf16 kernel, as the run's log says), and so did the FP32 row's scoring; every quantized row "
+           "was scored with FP32 products, those of two quantized operands " +
+           quantized_products_clause(scoring, "") + "." + layer_norm_sentence(scoring) +
+           " ONNX Runtime rows, where there are, run the exported FP32 and INT8 graphs.";
+}
 
 std::vector<std::string> qat_stage_names(const PipelineResults& results, std::vector<std::string> names) {
     for (const QatVariantResult& v : results.qat_variants) names.push_back("qat_" + v.name);
@@ -140,7 +160,7 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
           " training examples, collecting at " + fixed(c.collect_ratio, 2) +
           "x the CPU time of a plain pass over them. QAT from the " + results.qat_from +
           " calibration at " + fixed(config.pipeline.qat_learning_rate_ratio, 3) +
-          " of the FP32 learning rate. " + deployed_sentence(results) + precision_sentence(results.config) + " " +
+          " of the FP32 learning rate. " + deployed_sentence(results) + precision_sentence(results) + " " +
           choices_sentence(config, results) +
           budget_sentence(results) + agreement_sentence(results) +
           " Per-quantizer ranges and sensitivity: calibrate/calibration_report.md.\n"

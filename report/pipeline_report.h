@@ -19,9 +19,9 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
 // The report's sentence on the accuracy budget: what stayed in float, how far below FP32 that
 // left PTQ, and with the ONNX stage what the float set costs in latency. Empty without a budget.
 std::string budget_sentence(const PipelineResults& results);
-// Which precision the framework's rows ran their matrix products in, from the run's config:
-// training.bf16 or FP32.
-std::string precision_sentence(const RunConfig& run_config);
+// Which precision the framework's rows ran their matrix products in, from the run's config
+// (training.bf16 or FP32), and how the quantized rows were scored, from the record's scoring.
+std::string precision_sentence(const PipelineResults& results);
 // `names`, then the stage folder of each QAT variant (qat_<variant>).
 std::vector<std::string> qat_stage_names(const PipelineResults& results, std::vector<std::string> names);
 

@@ -89,6 +89,7 @@ json pipeline_results_to_json(const PipelineResults& r) {
         j["deployed_qat"] = r.deployed_qat;
     }
     if (r.onnx) j["onnx"] = onnx_stage_to_json(*r.onnx);
+    if (r.scoring) j["scoring"] = scoring_to_json(*r.scoring);
     return j;
 }
 
@@ -113,6 +114,7 @@ PipelineResults pipeline_results_from_json(const json& j, const std::string& sou
         f.ignore("onnx");
         r.onnx = onnx_stage_from_json(j.at("onnx"), "onnx", source);
     }
+    r.scoring = optional_scoring(f, "scoring");
     f.ignore("summary");  // pipeline_summary of the rest
     f.finish();
     return r;

@@ -14,6 +14,7 @@
 #include "results/calibration_result.h"
 #include "results/onnx_evaluation_result.h"
 #include "results/result_fields.h"
+#include "results/scoring.h"
 #include "trainers/run_config.h"
 
 namespace qdq {
@@ -50,6 +51,9 @@ struct PipelineResults {
     std::vector<QatVariantResult> qat_variants{};  // in name order, as the config keeps them
     std::string deployed_qat{"QAT"};  // the QAT run exported to ONNX: "QAT" or "QAT <variant>"
     std::optional<OnnxStage> onnx{};  // with pipeline.onnx
+    // How the framework's rows were scored: this build's when written, none in a record written
+    // before records kept it. Stages a pipeline resumed from were scored by the build that ran them.
+    std::optional<Scoring> scoring{current_scoring()};
 };
 
 // Every stage's metrics in one flat JSON object, for sweeps over pipelines (sweeps/sweep.h), as

@@ -149,7 +149,7 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
             finished.emplace_back(pipeline_results_from_json(read_json_file(file.string()), file.string()));
         if (metrics.empty()) {
             metrics = shown_metrics(results.fp32.task);
-            precision = precision_sentence(results.config);
+            precision = precision_sentence(results);
         }
         const std::string run_name = fs::path(run->dir).filename().string();
         done.push_back(run_name + " (seed " + std::to_string(results.config.training.seed) + ")");
