@@ -134,23 +134,32 @@ std::string quantizer_section(const std::vector<PipelineResults>& runs) {
            where_they_sit(shown, " dB");
 }
 
+// How a group's runs ran and were scored (report/pipeline_report.h): one sentence where they
+// agree (a grid over training.bf16 puts each precision in its own group), each run's where a
+// table was finished by builds that scored differently.
+std::string precision_of_runs(const std::vector<PipelineResults>& finished, const std::vector<std::string>& names) {
+    const std::string first = precision_sentence(finished.front());
+    bool alike = true;
+    for (const PipelineResults& results : finished) alike = alike && precision_sentence(results) == first;
+    if (alike) return first;
+    std::string text = "The runs were not all scored alike.";
+    for (size_t i = 0; i < finished.size(); ++i) text += " " + names[i] + ": " + precision_sentence(finished[i]);
+    return text;
+}
+
 // The stage table of one group, with its plots written under plots/ as `name`_*.
 std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std::vector<const SweepRun*>& runs,
                         const std::string& name) {
     std::vector<StageRow> rows;
     std::vector<PipelineResults> finished;
     std::vector<std::string> metrics, done, curves;
-    std::string precision;  // the first run's: a grid over training.bf16 puts each in its own group
     for (const SweepRun* run : runs) {
         const std::string dir = finished_dir(sweep, *run);
         if (dir.empty()) continue;
         const fs::path file = fs::path(dir) / "results.json";
         const PipelineResults& results =
             finished.emplace_back(pipeline_results_from_json(read_json_file(file.string()), file.string()));
-        if (metrics.empty()) {
-            metrics = shown_metrics(results.fp32.task);
-            precision = precision_sentence(results);
-        }
+        if (metrics.empty()) metrics = shown_metrics(results.fp32.task);
         const std::string run_name = fs::path(run->dir).filename().string();
         done.push_back(run_name + " (seed " + std::to_string(results.config.training.seed) + ")");
         for (const std::string& stage : qat_stage_names(results, {"fp32", "qat"})) {
@@ -181,7 +190,7 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
     if (done.empty()) return md + "No run has finished yet.\n\n";
     md += std::to_string(done.size()) + " run" + (done.size() > 1 ? "s, mean ± standard deviation" : "") + ": ";
     for (size_t i = 0; i < done.size(); ++i) md += (i ? ", " : "") + done[i];
-    md += ". " + precision + "\n\n| model |";
+    md += ". " + precision_of_runs(finished, done) + "\n\n| model |";
     std::string rule = "|---|";
     for (const std::string& m : metrics) md += " " + m + " (%) | vs FP32 |", rule += "---:|---:|";
     md += " ONNX Runtime latency, batch 1 (ms) | batched (ms/example) |\n" + rule + "---:|---:|\n";

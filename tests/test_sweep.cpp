@@ -309,6 +309,8 @@ TEST(Sweep, PipelineReportGivesEachQuantizersOutlierRatioAndSqnrOverTheRuns) {
         attn.methods = {{"max", {6, 0, 30}}, {"percentile-99.99", {r ? 2.0 : 3.0, 1e-4, 31}}, {"mse", {2, 1e-3, 32}}};
         QuantizerStats weight{"bert.encoder.layer.0.output.dense._weight_quantizer", WeightRangeStats{0.5, 0.1, 0, 40.0 + (double)r}, {}, {}};
         results.calibration.quantizers = {ffn, attn, weight};
+        // The second run's record is from a build that scored on dequantized values.
+        if (r == 1) results.scoring = Scoring{QuantizedProducts::dequantized_floats, LayerNormForward::exact};
         for (const char* stage : {"fp32", "qat"}) {
             fs::create_directories(fs::path(run) / stage);
             std::ofstream(fs::path(run) / stage / "metrics.jsonl") << "{\"step\":1,\"loss\":0.7}\n";
@@ -316,6 +318,13 @@ TEST(Sweep, PipelineReportGivesEachQuantizersOutlierRatioAndSqnrOverTheRuns) {
         write_json_file((fs::path(run) / "results.json").string(), pipeline_results_to_json(results));
     }
     const std::string md = write_sweep_report(sweep, sweep_results(sweep));
+    // Runs scored differently are each said.
+    EXPECT_NE(md.find("The runs were not all scored alike. run-000 (seed 1): Every framework row ran its matrix "
+                      "products in FP32, those of two quantized operands on their integer codes"),
+              std::string::npos) << md;
+    EXPECT_NE(md.find(" run-001 (seed 2): Every framework row ran its matrix products in FP32, those of two quantized "
+                      "operands on their dequantized values"),
+              std::string::npos) << md;
     // Ratios 10 and 5: 7.5 ± 3.54; SQNR at mse 20 and 30: 25 ± 7.07; the weight's 40 and 41.
     EXPECT_NE(md.find("| `bert.encoder.layer.1.output.add_local_input_quantizer` | 7.5 ± 3.5 | 25.0 ± 7.1 |"),
               std::string::npos) << md;
