@@ -138,12 +138,12 @@ std::string quantizer_section(const std::vector<PipelineResults>& runs) {
 // agree (a grid over training.bf16 puts each precision in its own group), each run's where a
 // table was finished by builds that scored differently.
 std::string precision_of_runs(const std::vector<PipelineResults>& finished, const std::vector<std::string>& names) {
-    const std::string first = precision_sentence(finished.front());
-    bool alike = true;
-    for (const PipelineResults& results : finished) alike = alike && precision_sentence(results) == first;
-    if (alike) return first;
+    std::vector<std::string> sentences;
+    for (const PipelineResults& results : finished) sentences.push_back(precision_sentence(results));
+    if (std::all_of(sentences.begin(), sentences.end(), [&](const std::string& s) { return s == sentences.front(); }))
+        return sentences.front();
     std::string text = "The runs were not all scored alike.";
-    for (size_t i = 0; i < finished.size(); ++i) text += " " + names[i] + ": " + precision_sentence(finished[i]);
+    for (size_t i = 0; i < sentences.size(); ++i) text += " " + names[i] + ": " + sentences[i];
     return text;
 }
 
