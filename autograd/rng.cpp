@@ -30,9 +30,14 @@ uint64_t Rng::next_u64() {
 float Rng::uniform() { return (float)(next_u64() >> 40) * 0x1.0p-24f; }
 
 float Rng::normal(float mean, float stddev) {
+    const uint64_t first = next_u64();
+    return normal_from_draws(first, next_u64(), mean, stddev);
+}
+
+float normal_from_draws(uint64_t first, uint64_t second, float mean, float stddev) {
     // u1 in (0, 1] so the log is finite.
-    double u1 = ((next_u64() >> 11) + 1) * 0x1.0p-53;
-    double u2 = (next_u64() >> 11) * 0x1.0p-53;
+    double u1 = ((first >> 11) + 1) * 0x1.0p-53;
+    double u2 = (second >> 11) * 0x1.0p-53;
     double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
     return mean + stddev * (float)z;
 }

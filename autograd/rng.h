@@ -17,7 +17,11 @@ struct Rng {
     explicit Rng(uint64_t seed = 0);
     uint64_t next_u64();
     float uniform();                           // [0, 1)
-    float normal(float mean, float stddev);    // Box-Muller
+    float normal(float mean, float stddev);    // Box-Muller, from two draws
 };
+
+// The value Rng::normal makes of its two draws, `first` and `second` in the order drawn: a
+// caller that takes the draws itself can turn them into values on several threads.
+float normal_from_draws(uint64_t first, uint64_t second, float mean, float stddev);
 
 }  // namespace qdq

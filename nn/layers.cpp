@@ -1,16 +1,28 @@
 #include "nn/layers.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "quant/integer_product.h"
 
 namespace qdq::nn {
 
 Tensor normal_tensor(const Shape& shape, float stddev, Rng& rng) {
+    // The stream is drawn in order, a block at a time, and Box-Muller's log and cos, most of the
+    // time at BERT's sizes, run on every core: the values of rng.normal called element by element.
+    constexpr int64_t kBlock = int64_t{1} << 16;
     Tensor t = empty(shape);
     float* p = t.f32();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = rng.normal(0.0f, stddev);
+    std::vector<uint64_t> draws((size_t)(2 * std::min(kBlock, t.numel())));
+    for (int64_t begin = 0; begin < t.numel(); begin += kBlock) {
+        const int64_t n = std::min(kBlock, t.numel() - begin);
+        for (int64_t i = 0; i < 2 * n; ++i) draws[(size_t)i] = rng.next_u64();
+        parallel_for(n, 4096, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) p[begin + i] = normal_from_draws(draws[2 * i], draws[2 * i + 1], 0.0f, stddev);
+        });
+    }
     return t;
 }
 

@@ -12,7 +12,7 @@ build_dir=${1:-$root/build}
 packages=(
   build-essential cmake ninja-build pkg-config
   libeigen3-dev libopenblas0-openmp
-  libhdf5-dev nlohmann-json3-dev zlib1g-dev
+  libhdf5-dev libdeflate-dev nlohmann-json3-dev zlib1g-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin
 )

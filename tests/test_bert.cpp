@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -192,6 +193,20 @@ TEST(Bert, HuggingFaceInitialisation) {
             EXPECT_NEAR(stddev, c.initializer_range, 0.1 * c.initializer_range) << p.name;
         }
     }
+}
+
+// Initial weights are drawn a block at a time on every core: they must be the values of one
+// rng.normal call after another, bit for bit, across several blocks and a short last one, and
+// leave the stream where those calls leave it.
+TEST(Bert, InitialWeightsAreTheStreamsNormalsInOrder) {
+    const int64_t rows = 771, cols = 256;  // 197,376 values: three blocks of 65,536 and 768 more
+    Rng drawn(11), one_by_one(11);
+    const Tensor weights = normal_tensor({rows, cols}, 0.02f, drawn);
+    const std::vector<float> values = weights.to_vector();
+    size_t differing = 0;
+    for (float v : values) differing += std::bit_cast<uint32_t>(v) != std::bit_cast<uint32_t>(one_by_one.normal(0.0f, 0.02f));
+    EXPECT_EQ(differing, 0u);
+    EXPECT_EQ(drawn.state, one_by_one.state);
 }
 
 TEST(Bert, BareBertModelFileLoadsIntoATaskModel) {

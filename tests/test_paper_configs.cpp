@@ -79,8 +79,10 @@ TEST(PaperConfigs, QdqbertSquadRunsAtBertBaseShapesThroughOnnxRuntime) {
     EXPECT_TRUE(root.exists("runs/paper/qdqbert_squad/ptq/percentile-99.99/ranges.h5"));
     EXPECT_TRUE(root.exists("runs/paper/qdqbert_squad/qat/eval_results.json"));
 
+    // The pipeline's QAT runs pipeline.qat_num_train_epochs (2) unless it is 0: then the two steps.
     root.run("pipeline", "qdqbert_squad/pipeline.json",
-             kSizes + " --set quantization.calibration_examples=2 --set pipeline.onnx_threads=2");
+             kSizes + " --set quantization.calibration_examples=2 --set pipeline.onnx_threads=2"
+                      " --set pipeline.qat_num_train_epochs=0");
     EXPECT_TRUE(root.exists("runs/paper/qdqbert_squad/pipeline/results.md"));
     EXPECT_TRUE(root.exists("runs/paper/qdqbert_squad/pipeline/onnx/evaluation.json"));
 }
