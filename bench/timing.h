@@ -21,20 +21,29 @@ struct Timing {
     double min_ms = 0;
 };
 
+// The median and minimum of repetitions timed in milliseconds (at least one).
+inline Timing summarize(std::vector<double> ms) {
+    std::sort(ms.begin(), ms.end());
+    size_t n = ms.size();
+    double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    return Timing{(int)n, median, ms.front()};
+}
+
+// One call of fn, in milliseconds.
+template <typename Fn>
+double time_once(Fn&& fn) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    auto stop = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::milli>(stop - start).count();
+}
+
 template <typename Fn>
 Timing time_it(int warmup, int reps, Fn&& fn) {
     for (int i = 0; i < warmup; ++i) fn();
     std::vector<double> ms;
-    for (int i = 0; i < reps; ++i) {
-        auto start = std::chrono::steady_clock::now();
-        fn();
-        auto stop = std::chrono::steady_clock::now();
-        ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    size_t n = ms.size();
-    double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-    return Timing{reps, median, ms.front()};
+    for (int i = 0; i < reps; ++i) ms.push_back(time_once(fn));
+    return summarize(ms);
 }
 
 inline void print_header() {

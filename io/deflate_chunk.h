@@ -2,8 +2,9 @@
 // on one thread, chunk after chunk, with zlib; a BERT-base model.h5 then takes about 8 s to
 // write on any machine. Here each chunk is shuffled and deflated by libdeflate (about 2.4 times
 // zlib's speed at level 1, and slightly smaller), several chunks at once, and written as it is
-// with H5Dwrite_chunk. The bytes in the file are what the library's own filters would decode:
-// any HDF5 reader (h5py, h5dump, load_hdf5_weights) reads them through its usual pipeline.
+// with H5Dwrite_chunk; reading takes the stored chunk (H5Dread_chunk) the other way. The bytes
+// in the file are what the library's own filters decode: any HDF5 reader (h5py, h5dump) reads
+// them through its usual pipeline.
 #pragma once
 
 #include <cstddef>
@@ -19,5 +20,10 @@ std::vector<uint8_t> shuffle_bytes(const void* data, size_t bytes, size_t elemen
 // The shuffled bytes as one zlib stream (header, deflate level 1, Adler-32): what HDF5's
 // deflate filter inflates.
 std::vector<uint8_t> zlib_deflate(const std::vector<uint8_t>& bytes);
+
+// The way back, for a chunk stored under both filters by any writer: `compressed` inflated to
+// exactly `bytes` bytes and unshuffled into `out`. Throws when the stream is corrupt or inflates
+// to another size.
+void inflate_and_unshuffle(const std::vector<uint8_t>& compressed, void* out, size_t bytes, size_t element_size);
 
 }  // namespace qdq

@@ -1,11 +1,14 @@
 // Compressed HDF5 files (io/hdf5_weights.h) hold chunks shuffled and deflated outside the library
-// (io/deflate_chunk.h). The reference is HDF5's own filter pipeline, which decodes every chunk
-// on reading: a chunk in any other layout reads back wrong or not at all.
+// and are read back the same way (io/deflate_chunk.h). The reference is HDF5's own filter
+// pipeline both ways: it decodes what the writer stored (H5Dread here), and the reader decodes
+// what the pipeline stored (a file written through H5Dwrite, as h5py writes one).
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "io/deflate_chunk.h"
@@ -30,6 +33,47 @@ bool same_bits(const Tensor& a, const Tensor& b) {
            std::memcmp(a.raw(), b.raw(), (size_t)a.numel() * dtype_size(a.dtype())) == 0;
 }
 
+fs::path scratch(const std::string& name) {
+    return fs::temp_directory_path() / ("qdq_hdf5_compressed_" + std::to_string(getpid()) + "_" + name);
+}
+
+hid_t native_type(const Tensor& t) { return t.dtype() == DType::F32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32; }
+
+// `expected` read through HDF5's own pipeline (H5Dread), bit for bit.
+void expect_library_reads(const fs::path& file, const NamedTensors& expected) {
+    hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    for (const NamedTensor& t : expected) {
+        hid_t dataset = H5Dopen2(f, t.name.c_str(), H5P_DEFAULT);
+        ASSERT_GE(dataset, 0) << t.name;
+        Tensor back = empty(t.tensor.shape(), t.tensor.dtype());
+        if (t.tensor.numel() > 0) EXPECT_GE(H5Dread(dataset, native_type(t.tensor), H5S_ALL, H5S_ALL, H5P_DEFAULT, back.raw()), 0);
+        EXPECT_TRUE(same_bits(back, t.tensor)) << t.name;
+        H5Dclose(dataset);
+    }
+    H5Fclose(f);
+}
+
+// `tensors` as HDF5's filters write them (one chunk per tensor, shuffle, gzip level 6).
+void write_through_library_filters(const fs::path& file, const NamedTensors& tensors) {
+    hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    for (const NamedTensor& t : tensors) {
+        const std::vector<hsize_t> dims(t.tensor.shape().begin(), t.tensor.shape().end());
+        hid_t space = H5Screate_simple((int)dims.size(), dims.data(), nullptr);
+        hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(plist, (int)dims.size(), dims.data());
+        H5Pset_shuffle(plist);
+        H5Pset_deflate(plist, 6);
+        const hid_t file_type = t.tensor.dtype() == DType::F32 ? H5T_IEEE_F32LE : H5T_STD_I32LE;
+        hid_t dataset = H5Dcreate2(f, t.name.c_str(), file_type, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+        H5Dwrite(dataset, native_type(t.tensor), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.tensor.raw());
+        H5Dclose(dataset);
+        H5Pclose(plist);
+        H5Sclose(space);
+    }
+    H5Fclose(f);
+}
+
 }  // namespace
 
 TEST(Hdf5Compressed, ShuffleGroupsEachByteOfEveryElement) {
@@ -40,7 +84,8 @@ TEST(Hdf5Compressed, ShuffleGroupsEachByteOfEveryElement) {
 
 // 96 MB of tensors: more than one compression window (64 MB), a window's tensors compressed on
 // several threads, with an int32 tensor, a scalar and an empty tensor between them (stored
-// unfiltered). Everything reads back bit for bit, in the order saved.
+// unfiltered). Everything reads back bit for bit, in the order saved, through this reader and
+// through HDF5's own filters.
 TEST(Hdf5Compressed, AFileOfSeveralWindowsReadsBackInOrder) {
     const NamedTensors tensors = {
         {"first", patterned({2048, 4096}, DType::F32, 1)},
@@ -50,13 +95,53 @@ TEST(Hdf5Compressed, AFileOfSeveralWindowsReadsBackInOrder) {
         {"empty", empty({0, 5})},
         {"third", patterned({8, 1 << 20}, DType::F32, 5)},
     };
-    const fs::path file = fs::temp_directory_path() / ("qdq_hdf5_compressed_" + std::to_string(getpid()) + ".h5");
+    const fs::path file = scratch("windows.h5");
     save_hdf5_weights(file.string(), tensors, "{}", Hdf5Storage::Compressed);
     const Hdf5Weights back = load_hdf5_weights(file.string());
+    expect_library_reads(file, tensors);
     fs::remove(file);
     ASSERT_EQ(back.tensors.size(), tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
         EXPECT_EQ(back.tensors[i].name, tensors[i].name);
         EXPECT_TRUE(same_bits(back.tensors[i].tensor, tensors[i].tensor)) << tensors[i].name;
     }
+}
+
+TEST(Hdf5Compressed, ReadsWhatHdf5sOwnFiltersWrote) {
+    const NamedTensors tensors = {{"weight", patterned({300, 70}, DType::F32, 6)}, {"ids", patterned({9}, DType::I32, 7)}};
+    const fs::path file = scratch("library.h5");
+    write_through_library_filters(file, tensors);
+    for (const NamedTensor& t : tensors) EXPECT_TRUE(same_bits(load_hdf5_tensor(file.string(), t.name), t.tensor)) << t.name;
+    fs::remove(file);
+}
+
+// A byte flipped inside a stored chunk fails the stream's checksum: the error names the file and
+// the key.
+TEST(Hdf5Compressed, ACorruptChunkNamesTheFileAndKey) {
+    const fs::path file = scratch("corrupt.h5");
+    save_hdf5_weights(file.string(), {{"weight", patterned({256, 64}, DType::F32, 8)}}, "{}", Hdf5Storage::Compressed);
+    hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t dataset = H5Dopen2(f, "weight", H5P_DEFAULT);
+    const hsize_t origin[2] = {0, 0};
+    unsigned mask = 0;
+    haddr_t address = 0;
+    hsize_t size = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(dataset, origin, &mask, &address, &size), 0);
+    H5Dclose(dataset);
+    H5Fclose(f);
+    {
+        std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+        bytes.seekg((std::streamoff)(address + size / 2));
+        const char flipped = (char)(bytes.peek() ^ 0x10);
+        bytes.seekp((std::streamoff)(address + size / 2));
+        bytes.put(flipped);
+    }
+    try {
+        load_hdf5_weights(file.string());
+        ADD_FAILURE() << "a corrupt chunk loaded";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("weight"), std::string::npos) << e.what();
+    }
+    fs::remove(file);
 }
