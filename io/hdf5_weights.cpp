@@ -272,10 +272,9 @@ void decode_chunks(std::vector<StoredChunk>& chunks) {
     chunks.clear();
 }
 
-// The dataset `key` as a tensor. With `deferred`, a whole compressed chunk is read as stored and
-// left there to be decoded, the tensor returned unfilled until then.
-Tensor read_dataset(hid_t file, const std::string& key, const std::string& path,
-                    std::vector<StoredChunk>* deferred = nullptr) {
+// The dataset `key` as a tensor. A whole compressed chunk is read as stored and left in
+// `deferred` to be decoded, the tensor returned unfilled until then.
+Tensor read_dataset(hid_t file, const std::string& key, const std::string& path, std::vector<StoredChunk>& deferred) {
     const std::string context = key_context(path, key);
     if (H5Lexists(file, key.c_str(), H5P_DEFAULT) <= 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -301,11 +300,9 @@ Tensor read_dataset(hid_t file, const std::string& key, const std::string& path,
     }
     Tensor t = empty(shape, dtype);
     if (numel == 0) return t;
-    if (deferred) {
-        if (std::optional<std::vector<uint8_t>> stored = whole_compressed_chunk(object, type, dims, context)) {
-            deferred->push_back({context, t, std::move(*stored)});
-            return t;
-        }
+    if (std::optional<std::vector<uint8_t>> stored = whole_compressed_chunk(object, type, dims, context)) {
+        deferred.push_back({context, t, std::move(*stored)});
+        return t;
     }
     checked(H5Dread(object, memory_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw()), context, "reading");
     return t;
@@ -376,7 +373,7 @@ Hdf5Weights load_hdf5_weights(const std::string& path) {
     std::vector<StoredChunk> chunks;
     size_t window_bytes = 0;
     for (const std::string& key : root_link_names(file, path)) {
-        out.tensors.push_back({key, read_dataset(file, key, path, &chunks)});
+        out.tensors.push_back({key, read_dataset(file, key, path, chunks)});
         window_bytes += (size_t)out.tensors.back().tensor.numel() * dtype_size(out.tensors.back().tensor.dtype());
         if (window_bytes >= kCompressionWindowBytes) {
             decode_chunks(chunks);
@@ -397,7 +394,7 @@ Tensor load_hdf5_tensor(const std::string& path, const std::string& key) {
     QuietErrors quiet;
     Handle file = open_for_reading(path);
     std::vector<StoredChunk> chunk;
-    Tensor t = read_dataset(file, key, path, &chunk);
+    Tensor t = read_dataset(file, key, path, chunk);
     decode_chunks(chunk);
     return t;
 }
