@@ -2,7 +2,8 @@
 // answering model with its initial weights (what every command does before loading a checkpoint
 // over them), writing model.h5 as a stage does (compressed), and reading it back. Beside the
 // write, the same tensors through HDF5's own shuffle and deflate filters (one thread, zlib),
-// which is how model.h5 was written before its chunks were compressed outside the library.
+// which is how model.h5 was written before its chunks were compressed outside the library, and
+// beside the read, HDF5's own pipeline reading the library's file.
 // bench/bench_model_files.py times PyTorch's counterparts; bench/bench_model_files.sh runs both.
 // Usage: bench_model_files [--model base|large] [--reps N] [--dir DIR]
 #include <hdf5.h>
@@ -53,6 +54,18 @@ void save_through_library_filters(const std::string& path, const NamedTensors& t
     H5Fclose(file);
 }
 
+// Every tensor of `path` through HDF5's own pipeline (H5Dread: one thread, zlib).
+void load_through_library_filters(const std::string& path, const NamedTensors& like) {
+    hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    for (const NamedTensor& t : like) {
+        Tensor back = empty(t.tensor.shape());
+        hid_t dataset = H5Dopen2(file, t.name.c_str(), H5P_DEFAULT);
+        H5Dread(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.raw());
+        H5Dclose(dataset);
+    }
+    H5Fclose(file);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +101,8 @@ int main(int argc, char** argv) {
     bench::print_row("save_h5_" + model, bench::summarize(write_ours), 0);
     bench::print_row("save_h5_library_filters_" + model, bench::summarize(write_library), 0);
     bench::print_row("load_h5_" + model, bench::time_it(0, reps, [&] { load_hdf5_weights(ours); }), 0);
+    bench::print_row("load_h5_library_filters_" + model,
+                     bench::time_it(0, reps, [&] { load_through_library_filters(library, state); }), 0);
     std::printf("# model.h5 %.1f MB, through the library's filters %.1f MB\n", fs::file_size(ours) / 1e6,
                 fs::file_size(library) / 1e6);
     fs::remove(ours);
