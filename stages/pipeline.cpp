@@ -1,9 +1,10 @@
 #include "stages/pipeline.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "json/json_file.h"
@@ -24,11 +25,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Where the pipeline says what it does: stderr, on rank 0 alone under mpirun.
-std::ostream& progress() {
-    static std::ostream silent(nullptr);
-    return world().is_root() ? std::cerr : silent;
-}
+// A line of what the pipeline does, on stderr, from rank 0 alone under mpirun. The line is
+// written in one piece when it ends: unbuffered stderr would write each << of it on its own,
+// and mpirun forwards stdout and stderr through separate pipes, so the table printed on stdout
+// could land inside a line (a rerun's "pipeline: qat done before" split by the table).
+class ProgressLine {
+public:
+    ProgressLine() = default;
+    ProgressLine(const ProgressLine&) = delete;
+    ~ProgressLine() {
+        if (!world().is_root()) return;
+        const std::string line = text_.str();
+        std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    template <typename T>
+    ProgressLine& operator<<(const T& value) {
+        text_ << value;
+        return *this;
+    }
+
+private:
+    std::ostringstream text_;
+};
+
+ProgressLine progress() { return {}; }
 
 RunConfig stage(const RunConfig& config, const std::string& name) {
     RunConfig c = config;
