@@ -26,5 +26,5 @@ ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "$(nproc)"
 emulated=${build_dir}-emulated
 cmake -S "$root" -B "$emulated" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQDQ_CUDA=EMULATED
 cmake --build "$emulated" --target test_cuda test_op_table test_selftest test_device_run test_training_step
-ctest --test-dir "$emulated" --output-on-failure --no-tests=error \
+ctest --test-dir "$emulated" --output-on-failure --no-tests=error -j "$(nproc)" \
   -R '^(Cuda|OpTable(/OnDevice)?|Selftest|DeviceRun|TrainingStepOnDevice)\.|^cpu_[a-z0-9_]+\.test_(cuda|op_table|selftest)$'

@@ -16,6 +16,7 @@
 #include "nn/roberta.h"
 #include "nn/state_dict.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 using namespace qdq::nn;
@@ -199,6 +200,7 @@ TEST(Bert, HuggingFaceInitialisation) {
 // rng.normal call after another, bit for bit, across several blocks and a short last one, and
 // leave the stream where those calls leave it.
 TEST(Bert, InitialWeightsAreTheStreamsNormalsInOrder) {
+    const qdq::testing::ThreadCount threads(4);
     const int64_t rows = 771, cols = 256;  // 197,376 values: three blocks of 65,536 and 768 more
     Rng drawn(11), one_by_one(11);
     const Tensor weights = normal_tensor({rows, cols}, 0.02f, drawn);

@@ -6,6 +6,7 @@
 
 #include "autograd/gemm.h"
 #include "tests/support/gemm_operands.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 using qdq::testing::GemmOperands;
@@ -40,7 +41,10 @@ TEST(Gemm, AlphaAndBetaAccumulate) {
     check_gemm(true, false, 16, 31, 9, -2.0f, 0.25f);
 }
 
-TEST(Gemm, LargeEnoughToUseEveryThread) { check_gemm(false, false, 300, 260, 200, 1.0f, 0.0f); }
+TEST(Gemm, LargeEnoughToUseEveryThread) {
+    const qdq::testing::ThreadCount threads(4);
+    check_gemm(false, false, 300, 260, 200, 1.0f, 0.0f);
+}
 
 TEST(Gemm, BackendDescribesItsKernel) {
     std::string d = gemm_backend_description();

@@ -14,6 +14,7 @@
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "tests/support/gemm_operands.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 using qdq::testing::GemmOperands;
@@ -83,6 +84,7 @@ TEST(GemmBf16, MatchesDoubleReferenceForAllTransposesAndRaggedShapes) {
 TEST(GemmBf16, LargeShapesAcrossBlocksAndThreads) {
     std::vector<Bf16Kernel> kernels = supported_kernels();
     if (kernels.empty()) GTEST_SKIP() << "this CPU has neither AMX nor AVX512-BF16";
+    const qdq::testing::ThreadCount threads(4);
     for (Bf16Kernel kernel : kernels) {
         check_gemm_bf16(kernel, false, true, 410, 530, 97, 1.0f, 0.0f);    // rows split
         check_gemm_bf16(kernel, true, false, 20, 600, 520, -2.0f, 0.25f);  // columns split

@@ -13,6 +13,7 @@
 
 #include "io/deflate_chunk.h"
 #include "io/hdf5_weights.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 namespace fs = std::filesystem;
@@ -87,6 +88,7 @@ TEST(Hdf5Compressed, ShuffleGroupsEachByteOfEveryElement) {
 // unfiltered). Everything reads back bit for bit, in the order saved, through this reader and
 // through HDF5's own filters.
 TEST(Hdf5Compressed, AFileOfSeveralWindowsReadsBackInOrder) {
+    const qdq::testing::ThreadCount threads(4);
     const NamedTensors tensors = {
         {"first", patterned({2048, 4096}, DType::F32, 1)},
         {"ids", patterned({3}, DType::I32, 2)},

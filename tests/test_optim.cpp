@@ -26,6 +26,7 @@
 #include "optim/state.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 using namespace qdq::testing;
@@ -216,6 +217,7 @@ TEST(AdamW, RejectsBadConfiguration) {
 // The threaded path must compute exactly what the single-threaded one does: the same values
 // as one large parameter (split across threads) and as many small ones (one thread each).
 TEST(AdamW, ThreadedUpdateMatchesSmallTensors) {
+    const ThreadCount threads(4);
     const int64_t n = 100003, piece = 1000;
     Tensor values = random_tensor({n}, 7), grad = random_tensor({n}, 8);
     NamedTensors large = {{"large", values.clone().set_requires_grad()}};
