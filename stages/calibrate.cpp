@@ -5,12 +5,12 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <iostream>
 #include <optional>
 
 #include "autograd/tape.h"
 #include "json/json_file.h"
 #include "parallel/communicator.h"
+#include "parallel/root_line.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
 #include "quant/range_stats.h"
@@ -271,7 +271,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
     const TestAndValidation fp32 = evaluate_both(task, split, batch_size);
     result.fp32 = fp32.test;
     result.fp32_validation = fp32.validation;
-    if (world().is_root()) std::cerr << "calibrate: fp32 " << metric << " " << result.fp32.value(metric, config.source) << "\n";
+    root_line() << "calibrate: fp32 " << metric << " " << result.fp32.value(metric, config.source) << "\n";
 
     // The plain pass first, over the very batches calibration reads: the cost's denominator.
     const auto batches = calibration_batches(task, qc.calibration_examples, batch_size);
@@ -294,7 +294,7 @@ CalibrationResult calibrate(const RunConfig& config, Task& task, const Calibrate
         add_method_stats(result.quantizers, quantizers, name);
         const TestAndValidation metrics = evaluate_both(task, split, batch_size);
         const double value = metrics.validation.value_or(metrics.test).value(metric, config.source);
-        if (world().is_root()) std::cerr << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
+        root_line() << "calibrate: " << name << " " << metric << " " << value << (split ? " (validation)\n" : "\n");
         result.methods.push_back({name, metrics.test, save_method_ranges(config, task, m, out_dir), metrics.validation});
         if (!best || is_improvement(t, metric, value, best_value)) best = m, best_value = value;
     }

@@ -1,14 +1,13 @@
 #include "stages/pipeline.h"
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <sstream>
 #include <vector>
 
 #include "json/json_file.h"
 #include "parallel/communicator.h"
+#include "parallel/root_line.h"
 #include "report/pipeline_report.h"
 #include "stages/accuracy_budget.h"
 #include "stages/calibrate.h"
@@ -24,31 +23,6 @@ namespace qdq {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A line of what the pipeline does, on stderr, from rank 0 alone under mpirun. The line is
-// written in one piece when it ends: unbuffered stderr would write each << of it on its own,
-// and mpirun forwards stdout and stderr through separate pipes, so the table printed on stdout
-// could land inside a line (a rerun's "pipeline: qat done before" split by the table).
-class ProgressLine {
-public:
-    ProgressLine() = default;
-    ProgressLine(const ProgressLine&) = delete;
-    ~ProgressLine() {
-        if (!world().is_root()) return;
-        const std::string line = text_.str();
-        std::fwrite(line.data(), 1, line.size(), stderr);
-    }
-    template <typename T>
-    ProgressLine& operator<<(const T& value) {
-        text_ << value;
-        return *this;
-    }
-
-private:
-    std::ostringstream text_;
-};
-
-ProgressLine progress() { return {}; }
 
 RunConfig stage(const RunConfig& config, const std::string& name) {
     RunConfig c = config;
@@ -83,10 +57,10 @@ std::optional<TestAndValidation> train_stage(const RunConfig& config, const char
     const std::string results = config.training.output_dir + "/eval_results.json";
     Metrics final_metrics;
     if (fs::exists(config.training.output_dir + "/model.h5") && fs::exists(results)) {
-        progress() << "pipeline: " << name << " done before (" << config.training.output_dir << ")\n";
+        root_line() << "pipeline: " << name << " done before (" << config.training.output_dir << ")\n";
         final_metrics = metrics_from_json(read_json_file(results), "", results);
     } else {
-        progress() << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
+        root_line() << "pipeline: " << name << " -> " << config.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(config, {true, true});
         TrainOutcome outcome = train(config, *task);
         if (outcome.status == TrainStatus::diverged) throw std::runtime_error(name + std::string(": ") + outcome.message);
@@ -141,11 +115,11 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRu
         // Files from before the checkpoint was kept are of the plain QAT run, the only one then.
         const bool same_qat = before.int8.checkpoint.empty() ? qat.variant.empty() : before.int8.checkpoint == qat_checkpoint;
         if (same_qat) {
-            progress() << "pipeline: onnx done before (" << dir << ")\n";
+            root_line() << "pipeline: onnx done before (" << dir << ")\n";
             return before;
         }
-        progress() << "pipeline: onnx evaluated " << (before.int8.checkpoint.empty() ? "the plain QAT run" : before.int8.checkpoint)
-                   << " before; now " << qat.label << " is deployed\n";
+        root_line() << "pipeline: onnx evaluated " << (before.int8.checkpoint.empty() ? "the plain QAT run" : before.int8.checkpoint)
+                    << " before; now " << qat.label << " is deployed\n";
     }
     fs::create_directories(dir);
     const QdqTarget target = config.pipeline.onnx_target;
@@ -167,7 +141,7 @@ OnnxStage onnx_stage(const RunConfig& config, const RunConfig& fp32, const QatRu
                           "ONNX Runtime INT8 (PTQ " + every_method + ", every quantizer, " + q_dq + ")", *onnx.int8_every});
     for (const OnnxModel& m : models) {
         const std::string path = dir + "/" + m.file;
-        progress() << "pipeline: onnx -> " << path << "\n";
+        root_line() << "pipeline: onnx -> " << path << "\n";
         export_task_onnx(m.run, m.checkpoint, path, target);
         // A quantized export's outputs against the framework's for its checkpoint: what a user
         // checks a deployment by. (The float export matches to float rounding, tests/test_onnx_tasks.cpp.)
@@ -193,10 +167,10 @@ AccuracyBudgetResult budget_stage(const RunConfig& calib, const CalibrationResul
         AccuracyBudgetResult r = accuracy_budget_from_json(read_json_file(done), "", done);
         if (r.budget == budget && r.method == method) return r;
     }
-    progress() << "pipeline: accuracy budget of " << budget << " points -> " << done << "\n";
+    root_line() << "pipeline: accuracy budget of " << budget << " points -> " << done << "\n";
     AccuracyBudgetResult r = fit_accuracy_budget(calib, calibration, method, budget);
-    progress() << "pipeline: " << r.float_quantizers.size() << " quantizers left in float, " << r.loss
-              << " points below FP32" << (r.held ? "\n" : " (the budget does not hold with every sweep row in float)\n");
+    root_line() << "pipeline: " << r.float_quantizers.size() << " quantizers left in float, " << r.loss
+               << " points below FP32" << (r.held ? "\n" : " (the budget does not hold with every sweep row in float)\n");
     if (world().is_root()) write_json_file(done, accuracy_budget_to_json(r));
     return r;
 }
@@ -261,7 +235,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     if (fs::exists(calibration_json)) {
         results.calibration = calibration_result_from_json(read_json_file(calibration_json), "", calibration_json);
     } else {
-        progress() << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
+        root_line() << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(calib, {true, true});
         CalibrateOptions options;
         options.sensitivity = config.pipeline.sensitivity;

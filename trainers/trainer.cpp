@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <optional>
 
 #include "autograd/ops.h"
@@ -21,6 +20,7 @@
 #include "optim/schedule.h"
 #include "optim/state.h"
 #include "parallel/communicator.h"
+#include "parallel/root_line.h"
 #include "parallel/grad_reducer.h"
 #include "qdqbert/calibration.h"
 #include "qdqbert/qdq_placement.h"
@@ -336,7 +336,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
 
     if (options.resume)
         if (std::optional<nlohmann::json> metrics = finished_run_metrics(r.out_dir, r.resolved)) {
-            if (r.world.is_root()) std::cerr << "qdqtrain: " << r.out_dir << " holds this run, finished\n";
+            root_line() << "qdqtrain: " << r.out_dir << " holds this run, finished\n";
             const std::string file = r.out_dir + "/eval_results.json";
             return {TrainStatus::finished, total_steps, metrics_from_json(*metrics, "", file), ""};
         }
