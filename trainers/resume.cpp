@@ -64,8 +64,9 @@ std::optional<ReadableCheckpoint> newest_readable_checkpoint(const std::string& 
             return ReadableCheckpoint{*it, load_checkpoint(*it)};
         } catch (const std::exception& e) {
             const std::string aside = *it + ".unreadable";
-            std::cerr << "qdqtrain: " << *it << " cannot be read (" << e.what() << ")"
-                      << (set_aside ? "; kept as " + aside : std::string()) << "; trying the checkpoint before it\n";
+            // One string, one write: under mpirun a line written in pieces can be split by other output.
+            std::cerr << "qdqtrain: " + *it + " cannot be read (" + e.what() + ")" +
+                             (set_aside ? "; kept as " + aside : std::string()) + "; trying the checkpoint before it\n";
             if (set_aside) fs::rename(*it, aside);
         }
     }
