@@ -9,6 +9,7 @@
 
 #include "app/cli.h"
 #include "json/json_fields.h"
+#include "nn/init.h"
 #include "parallel/communicator.h"
 #include "stages/calibrate.h"
 #include "stages/export.h"
@@ -69,8 +70,10 @@ int64_t option_count(std::map<std::string, std::string>& options, const std::str
 
 int run_eval(const RunConfig& config, std::map<std::string, std::string>& options) {
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
+    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
     std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false});
     load_model_weights(task->model(), options["--checkpoint"]);
+    deferred.finish();
     write_output(metrics_to_json(task->evaluate(config.training.per_device_eval_batch_size)), options);
     return 0;
 }
@@ -105,8 +108,10 @@ int run_pipeline(const RunConfig& config, std::map<std::string, std::string>&) {
 
 int run_predict(const RunConfig& config, std::map<std::string, std::string>& options) {
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
+    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
     std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
     load_model_weights(task->model(), options["--checkpoint"]);
+    deferred.finish();
     write_output(task->predict(options["--input"], config.training.per_device_eval_batch_size), options);
     return 0;
 }

@@ -1,6 +1,7 @@
 #include "autograd/rng.h"
 
 #include <cmath>
+#include <vector>
 
 namespace qdq {
 
@@ -13,18 +14,66 @@ Rng::Rng(uint64_t seed) {
     }
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+namespace {
+
+using State = std::array<uint64_t, 4>;
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+void advance(State& s) {
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+}
+
+// A 256×256 matrix over GF(2), as its columns: column j is the image of the state whose only set
+// bit is bit j.
+using BitMatrix = std::array<State, 256>;
+
+State times(const BitMatrix& m, const State& s) {
+    State out{};
+    for (int j = 0; j < 256; ++j)
+        if ((s[(size_t)j / 64] >> (j % 64)) & 1)
+            for (size_t w = 0; w < 4; ++w) out[w] ^= m[(size_t)j][w];
+    return out;
+}
+
+// xoshiro's state update is linear over GF(2) (shifts, rotations and xors), so n steps are the
+// n-th power of its matrix. powers[k] is the matrix of 2^k steps, each the square of the one
+// before; built once, about 10 ms.
+const std::vector<BitMatrix>& step_powers() {
+    static const std::vector<BitMatrix> powers = [] {
+        std::vector<BitMatrix> p(64);
+        for (size_t j = 0; j < 256; ++j) {
+            State unit{};
+            unit[j / 64] = uint64_t{1} << (j % 64);
+            advance(unit);
+            p[0][j] = unit;
+        }
+        for (size_t k = 1; k < p.size(); ++k)
+            for (size_t j = 0; j < 256; ++j) p[k][j] = times(p[k - 1], p[k - 1][j]);
+        return p;
+    }();
+    return powers;
+}
+
+}  // namespace
 
 uint64_t Rng::next_u64() {
     uint64_t result = rotl(state[1] * 5, 7) * 9;
-    uint64_t t = state[1] << 17;
-    state[2] ^= state[0];
-    state[3] ^= state[1];
-    state[1] ^= state[2];
-    state[0] ^= state[3];
-    state[2] ^= t;
-    state[3] = rotl(state[3], 45);
+    advance(state);
     return result;
+}
+
+void Rng::jump(uint64_t n) {
+    if (n == 0) return;
+    const std::vector<BitMatrix>& powers = step_powers();
+    for (size_t k = 0; k < 64; ++k)
+        if ((n >> k) & 1) state = times(powers[k], state);
 }
 
 float Rng::uniform() { return (float)(next_u64() >> 40) * 0x1.0p-24f; }

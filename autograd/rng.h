@@ -16,6 +16,8 @@ struct Rng {
 
     explicit Rng(uint64_t seed = 0);
     uint64_t next_u64();
+    // The state `n` next_u64 calls leave, in a few dozen bit-matrix products (see rng.cpp).
+    void jump(uint64_t n);
     float uniform();                           // [0, 1)
     float normal(float mean, float stddev);    // Box-Muller, from two draws
 };

@@ -1,10 +1,11 @@
 // The basic layers, with torch.nn's parameter names and layouts: Linear (weight [out, in]),
 // Embedding, LayerNorm (weight, bias), Dropout. Parameters start as Hugging Face's BERT
-// initialisation: weights normal(0, initializer_range), biases 0, LayerNorm weight 1.
+// initialisation: weights normal(0, initializer_range) (nn/init.h), biases 0, LayerNorm weight 1.
 #pragma once
 
 #include "autograd/ops.h"
 #include "autograd/rng.h"
+#include "nn/init.h"
 #include "nn/module.h"
 
 namespace qdq::nn {
@@ -51,7 +52,5 @@ public:
 
     float p;
 };
-
-Tensor normal_tensor(const Shape& shape, float stddev, Rng& rng);
 
 }  // namespace qdq::nn

@@ -3,6 +3,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "nn/init.h"
+
 namespace qdq::nn {
 
 namespace {
@@ -72,6 +74,7 @@ LoadReport load_state_dict(Module& model, const NamedTensors& tensors, const std
             throw std::runtime_error(source + ": '" + t.name + "' is " + dtype_name(t.tensor.dtype()) +
                                      ", the model expects " + dtype_name(dst.dtype()));
         dst.copy_from(t.tensor);  // a checkpoint loads into a model wherever it is
+        loaded_over_deferred(dst);
         loaded[key] = true;
     }
     for (const auto& [key, tensor] : targets)

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "nn/init.h"
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
 #include "qdqbert/calibration.h"
@@ -81,8 +82,10 @@ bool onnx_exportable(const RunConfig& config) {
 nlohmann::json export_task_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& out_path,
                                  QdqTarget target) {
     check_onnx_exportable(config);
+    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
     std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false, .on_run_device = false});
     load_weights_keeping_ranges(task->model(), checkpoint, config);
+    deferred.finish();
     check_calibrated(task->model(), "export a checkpoint written by 'qdqtrain calibrate' or a QAT run, or a config "
                                     "without a \"quantization\" section for a float export");
     const OnnxHead head = onnx_head(config);
@@ -98,15 +101,19 @@ nlohmann::json export_task_onnx(const RunConfig& config, const std::string& chec
 
 std::vector<NamedOutputs> framework_outputs(const RunConfig& config, const std::string& checkpoint,
                                             const std::vector<nn::BertInputs>& batches) {
+    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
     std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
     load_weights_keeping_ranges(task->model(), checkpoint, config);
+    deferred.finish();
     return task->eval_outputs(batches);
 }
 
 nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path,
                                    int64_t examples) {
+    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
     std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false, .on_run_device = false});
     load_weights_keeping_ranges(task->model(), checkpoint, config);
+    deferred.finish();
     const FidelityReport report = check_onnx_fidelity(*task, onnx_path, {.examples = examples});
     const std::string path = onnx_path + ".fidelity.md";
     std::ofstream out(path, std::ios::trunc);

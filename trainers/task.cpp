@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "autograd/tape.h"
+#include "nn/init.h"
 #include "nn/pretrained.h"
 #include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
@@ -145,11 +146,13 @@ ValidationHalves validation_halves(const std::vector<size_t>& validation, uint64
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
     if (data.on_run_device) check_device_support(config);  // before any data is read
     std::unique_ptr<Task> task;
+    nn::DeferredInit deferred;  // model.init's weights (and a teacher's) are loaded, not drawn
     switch (config.data.task) {
     case TaskKind::classification: task = make_classification_task(config, data); break;
     case TaskKind::squad: task = make_squad_task(config, data); break;
     case TaskKind::mlm: task = make_mlm_task(config, data); break;
     }
+    deferred.finish();
     if (data.on_run_device) place_on_run_device(task->model(), config);
     return task;
 }
