@@ -3,7 +3,8 @@
 // over them), writing model.h5 as a stage does (compressed), and reading it back. Beside the
 // write, the same tensors through HDF5's own shuffle and deflate filters (one thread, zlib),
 // which is how model.h5 was written before its chunks were compressed outside the library, and
-// beside the read, HDF5's own pipeline reading the library's file.
+// beside the read, HDF5's own pipeline reading the library's file. Last, a command's start: the
+// model built and the file loaded over it, drawing every initial weight and drawing none.
 // bench/bench_model_files.py times PyTorch's counterparts; bench/bench_model_files.sh runs both.
 // Usage: bench_model_files [--model base|large] [--reps N] [--dir DIR]
 #include <hdf5.h>
@@ -18,6 +19,8 @@
 #include "bench/timing.h"
 #include "io/hdf5_weights.h"
 #include "nn/heads.h"
+#include "nn/init.h"
+#include "nn/state_dict.h"
 
 namespace fs = std::filesystem;
 using namespace qdq;
@@ -103,6 +106,19 @@ int main(int argc, char** argv) {
     bench::print_row("load_h5_" + model, bench::time_it(0, reps, [&] { load_hdf5_weights(ours); }), 0);
     bench::print_row("load_h5_library_filters_" + model,
                      bench::time_it(0, reps, [&] { load_through_library_filters(library, state); }), 0);
+    // What a command does with a checkpoint: build the model, then load the file over it, first
+    // drawing every initial weight, then under a DeferredInit, which draws only what the file lacks.
+    const auto build_and_load = [&] {
+        Rng init(42);
+        nn::BertForQuestionAnswering qa(config, init);
+        nn::load_state_dict(qa, load_hdf5_weights(ours).tensors, ours);
+    };
+    bench::print_row("build_then_load_" + model, bench::time_it(0, reps, build_and_load), 0);
+    bench::print_row("build_deferred_load_" + model, bench::time_it(0, reps, [&] {
+              nn::DeferredInit deferred;
+              build_and_load();
+              deferred.finish();
+          }), 0);
     std::printf("# model.h5 %.1f MB, through the library's filters %.1f MB\n", fs::file_size(ours) / 1e6,
                 fs::file_size(library) / 1e6);
     fs::remove(ours);

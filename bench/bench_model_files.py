@@ -1,7 +1,8 @@
 """PyTorch's counterpart of bench_model_files: a BERT question-answering model's tensors made
 with Hugging Face's initialisation (normal(0, 0.02) for every Linear and Embedding weight, zero
 biases, LayerNorm at one and zero), written with torch.save (no compression) and read back with
-torch.load. transformers is not needed: the tensors are made by name and shape as its
+torch.load, and a model's start from that file (from_pretrained's: no initial values for what the
+file holds). transformers is not needed: the tensors are made by name and shape as its
 BertForQuestionAnswering holds them. Output format as bench_torch.py's.
 
 Usage: bench_model_files.py [--model base|large] [--reps N] [--threads N] [--dir DIR]
@@ -51,6 +52,16 @@ def build(model):
     return state
 
 
+def start_from_file(model, path):
+    """A model's start from a file as from_pretrained makes it: tensors left uninitialised (its
+    fast init skips the weights the file holds), then the file's values copied in."""
+    state = {name: torch.empty(shape) for name, shape in shapes(model).items()}
+    loaded = torch.load(path)
+    for name, tensor in state.items():
+        tensor.copy_(loaded[name])
+    return state
+
+
 def row(name, ms):
     print(f"{name:<28} {len(ms):5d} {statistics.median(ms):11.3f} {min(ms):11.3f} {'-':>9}", flush=True)
 
@@ -77,6 +88,7 @@ def main():
     state = built[-1][1]
     row(f"save_pt_{args.model}", [timed(lambda: torch.save(state, path))[0] for _ in range(args.reps)])
     row(f"load_pt_{args.model}", [timed(lambda: torch.load(path))[0] for _ in range(args.reps)])
+    row(f"start_from_file_{args.model}", [timed(lambda: start_from_file(args.model, path))[0] for _ in range(args.reps)])
     print(f"# model.pt {os.path.getsize(path) / 1e6:.1f} MB")
     os.remove(path)
 

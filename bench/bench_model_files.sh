@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A model's start and its files, ours against PyTorch's, alternately (bench/bench_model_files.cpp
 # and .py): building BERT with its initial weights, writing it (model.h5 compressed, as a stage
-# does; beside it HDF5's own filters on one thread; torch.save) and reading it back.
+# does; beside it HDF5's own filters on one thread; torch.save), reading it back, and a command's
+# start: the model built and the file loaded over it.
 # Usage: bench/bench_model_files.sh [BUILD_DIR]   (default: build; builds nothing)
 # Environment: MODEL (base or large, default base), ROUNDS (default 2), REPS (default 3),
 # THREADS (default: every core), PYTHON (default: a python3 with torch).
