@@ -4,7 +4,6 @@
 // each of which must throw an error that names the op and the shapes involved.
 #include <gtest/gtest.h>
 
-#include <omp.h>
 
 #include <functional>
 #include <string>
@@ -12,6 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 using namespace qdq::testing;
@@ -49,8 +49,7 @@ TEST(OpsReduce, LongSumsCoverEveryBlock) {
 // Inputs above the parallel grain, with four threads forced even on a small machine, so
 // chunks start mid-row and mid-segment; the reference is a plain serial loop here.
 TEST(OpsParallel, LargeInputsSplitAcrossThreadsMatchSimpleLoops) {
-    int saved_threads = omp_get_max_threads();
-    omp_set_num_threads(4);
+    const qdq::testing::ThreadCount threads(4);
 
     Tensor a = random_tensor({3, 700, 50}, 1).set_requires_grad();
     Tensor w = random_tensor({3, 50}, 2);
@@ -96,8 +95,6 @@ TEST(OpsParallel, LargeInputsSplitAcrossThreadsMatchSimpleLoops) {
         }
     expect_close(sl, from_vector(sl.shape(), expected_sl), 0, 0, "slice");
     expect_close(c.grad(), from_vector(c.shape(), expected_gc), 0, 0, "slice grad");
-
-    omp_set_num_threads(saved_threads);
 }
 
 namespace {
@@ -122,8 +119,7 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
 // repeats over a middle dim, each side, above the parallel grain with four threads so that
 // chunks start mid-row: every element against the index arithmetic done here.
 TEST(OpsParallel, BroadcastsMatchIndexArithmetic) {
-    int saved_threads = omp_get_max_threads();
-    omp_set_num_threads(4);
+    const qdq::testing::ThreadCount threads(4);
     const Tensor x = random_tensor({5, 301, 67}, 3);
     struct Op {
         const char* name;
@@ -157,9 +153,7 @@ TEST(OpsParallel, BroadcastsMatchIndexArithmetic) {
                                 << o.name << " " << shape_str(shape) << (small_first ? " first" : " second") << " at " << e;
                         }
             }
-    }
-    omp_set_num_threads(saved_threads);
-}
+    }}
 
 TEST(OpsErrors, ElementwiseShapesThatDoNotBroadcast) {
     Tensor a = zeros({2, 3}), b = zeros({4});

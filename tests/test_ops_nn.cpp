@@ -8,7 +8,6 @@
 //  - Properties no single case shows (thread-count independence, accumulation, edge cases).
 //  - Bad inputs: each throws an error naming what is wrong.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -20,6 +19,7 @@
 #include "autograd/tape.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 using namespace qdq::testing;
@@ -156,15 +156,12 @@ TEST(OpsNnDropout, SameSeedGivesTheSameMaskAndEachCallANewOne) {
 
 TEST(OpsNnDropout, MaskDoesNotDependOnTheThreadCount) {
     Tensor x = random_tensor({kDropoutN}, 4, 0.5f, 1.5f);
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    Rng one(9);
-    Tensor y1 = dropout(x, 0.25f, true, one);
-    omp_set_num_threads(2);
-    Rng two(9);
-    Tensor y2 = dropout(x, 0.25f, true, two);
-    omp_set_num_threads(saved);
-    EXPECT_EQ(y1.to_vector(), y2.to_vector());
+    auto masked = [&](int threads) {
+        const qdq::testing::ThreadCount count(threads);
+        Rng rng(9);
+        return dropout(x, 0.25f, true, rng).to_vector();
+    };
+    EXPECT_EQ(masked(1), masked(2));
 }
 
 TEST(OpsNnDropout, GradientIsTheMaskTimesTheScale) {
@@ -196,12 +193,10 @@ TEST(OpsNnLayerNorm, GradientsDoNotDependOnTheThreadCount) {
     Tensor gamma = random_tensor({64}, 12, 0.5f, 1.5f), beta = random_tensor({64}, 13);
     Tensor g = random_tensor({300, 64}, 14);
     auto run = [&](int threads) {
-        int saved = omp_get_max_threads();
-        omp_set_num_threads(threads);
+        const qdq::testing::ThreadCount count(threads);
         Tensor xs = x.clone().set_requires_grad(), gs = gamma.clone().set_requires_grad(),
                bs = beta.clone().set_requires_grad();
         backward(add_layer_norm(xs, res, gs, bs, 1e-12f), g);
-        omp_set_num_threads(saved);
         return std::vector<std::vector<float>>{xs.grad().to_vector(), gs.grad().to_vector(),
                                                bs.grad().to_vector()};
     };

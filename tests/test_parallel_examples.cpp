@@ -2,13 +2,13 @@
 // features in example order at any thread count, and the first failing example's error.
 #include <gtest/gtest.h>
 
-#include <omp.h>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "data/parallel_examples.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 
@@ -28,11 +28,8 @@ std::vector<std::string> serial_features(int64_t n) {
 // Runs `body` with OpenMP limited to `threads`, restoring the limit after.
 template <typename Body>
 auto with_threads(int threads, Body&& body) {
-    const int before = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    auto result = body();
-    omp_set_num_threads(before);
-    return result;
+    const qdq::testing::ThreadCount count(threads);
+    return body();
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 //    end lands past it once the range grows; zeros before the first nonzero batch.
 //  - Max calibration per tensor and per channel, and the errors on non-finite values.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <functional>
@@ -22,6 +21,7 @@
 #include "tests/support/expect_error.h"
 #include "tests/support/fixture.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/thread_count.h"
 
 using namespace qdq;
 using namespace qdq::testing;
@@ -142,12 +142,10 @@ TEST(HistogramCalibrator, CountsDoNotDependOnTheThreadCount) {
     Tensor first = random_tensor({200000}, 1, -1.0f, 1.0f);
     Tensor second = random_tensor({300000}, 2, -3.0f, 3.0f);  // grows the range
     auto run = [&](int threads) {
-        int saved = omp_get_max_threads();
-        omp_set_num_threads(threads);
+        const qdq::testing::ThreadCount count(threads);
         HistogramCalibrator calib;
         collect(calib, first);
         collect(calib, second);
-        omp_set_num_threads(saved);
         return calib.counts;
     };
     std::vector<int64_t> one = run(1), two = run(2);
