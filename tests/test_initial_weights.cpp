@@ -8,6 +8,7 @@
 #include "nn/heads.h"
 #include "nn/init.h"
 #include "nn/state_dict.h"
+#include "tests/support/tiny_bert_config.h"
 
 using namespace qdq;
 using namespace qdq::nn;
@@ -15,14 +16,7 @@ using namespace qdq::nn;
 namespace {
 
 BertConfig small_config() {
-    BertConfig c;
-    c.vocab_size = 40;
-    c.hidden_size = 16;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 2;
-    c.intermediate_size = 32;
-    c.max_position_embeddings = 24;
-    c.num_labels = 3;
+    BertConfig c = qdq::testing::tiny_bert_config();
     c.pad_token_id = 1;  // not row 0, so a zeroed row that is not the padding one shows
     return c;
 }
@@ -73,7 +67,7 @@ TEST(DeferredInit, AModelLeftUnloadedHoldsTheWeightsDrawnAtConstruction) {
     expect_same_state(built, eager);
     EXPECT_EQ(built.dropout_rng.state, eager.dropout_rng.state);
     const std::vector<float> padding = built.bert.embeddings.word_embeddings.weight.to_vector();
-    for (int64_t i = 16; i < 32; ++i) EXPECT_EQ(padding[(size_t)i], 0.0f);  // row pad_token_id = 1
+    for (int64_t i = 32; i < 64; ++i) EXPECT_EQ(padding[(size_t)i], 0.0f);  // row pad_token_id = 1
 }
 
 TEST(DeferredInit, ALoadedModelDrawsOnlyWhatTheFileLacks) {

@@ -53,18 +53,6 @@ const std::string& python_with_onnx() {
 
 }  // namespace
 
-nn::BertConfig tiny_bert_config() {
-    nn::BertConfig c;
-    c.vocab_size = 40;
-    c.hidden_size = 32;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 4;
-    c.intermediate_size = 64;
-    c.max_position_embeddings = 16;
-    c.num_labels = 3;
-    return c;
-}
-
 NamedTensors random_bert_state(const nn::BertConfig& config, OnnxHead head, uint64_t seed) {
     Rng rng(seed);
     std::unique_ptr<nn::Module> model;

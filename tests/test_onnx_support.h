@@ -12,11 +12,9 @@
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_runtime.h"
 #include "nn/bert.h"
+#include "tests/support/tiny_bert_config.h"  // tiny_bert_config, which every ONNX test builds
 
 namespace qdq::testing {
-
-// 2 layers, hidden 32, 4 heads, intermediate 64, vocabulary 40, 3 labels.
-nn::BertConfig tiny_bert_config();
 
 // The state_dict of a freshly built task model with every parameter redrawn so that nothing is
 // trivial: weights N(0, 0.3) with each output row of the encoder Linears scaled by its own
