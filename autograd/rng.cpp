@@ -44,7 +44,7 @@ State times(const BitMatrix& m, const State& s) {
 
 // xoshiro's state update is linear over GF(2) (shifts, rotations and xors), so n steps are the
 // n-th power of its matrix. powers[k] is the matrix of 2^k steps, each the square of the one
-// before; built once, about 10 ms.
+// before; built once, in under 20 ms (a jump then takes about 20 µs).
 const std::vector<BitMatrix>& step_powers() {
     static const std::vector<BitMatrix> powers = [] {
         std::vector<BitMatrix> p(64);
