@@ -9,7 +9,6 @@
 
 #include "app/cli.h"
 #include "json/json_fields.h"
-#include "nn/init.h"
 #include "parallel/communicator.h"
 #include "stages/calibrate.h"
 #include "stages/export.h"
@@ -63,6 +62,11 @@ E option_choice(std::map<std::string, std::string>& options, const std::string& 
     throw UsageError(flag + " must be one of " + choice_names(choices) + "; got '" + options[flag] + "'");
 }
 
+// make_task's loader of --checkpoint's weights.
+ModelLoader checkpoint_loader(std::map<std::string, std::string>& options) {
+    return [path = options["--checkpoint"]](nn::Module& model) { load_model_weights(model, path); };
+}
+
 // The whole number under `flag` (whole_number), else `fallback` when it is absent.
 int64_t option_count(std::map<std::string, std::string>& options, const std::string& flag, int64_t fallback) {
     return options.count(flag) ? whole_number(flag, options[flag]) : fallback;
@@ -70,10 +74,7 @@ int64_t option_count(std::map<std::string, std::string>& options, const std::str
 
 int run_eval(const RunConfig& config, std::map<std::string, std::string>& options) {
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
-    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false});
-    load_model_weights(task->model(), options["--checkpoint"]);
-    deferred.finish();
+    std::unique_ptr<Task> task = make_task(config, {.train = false}, checkpoint_loader(options));
     write_output(metrics_to_json(task->evaluate(config.training.per_device_eval_batch_size)), options);
     return 0;
 }
@@ -108,10 +109,7 @@ int run_pipeline(const RunConfig& config, std::map<std::string, std::string>&) {
 
 int run_predict(const RunConfig& config, std::map<std::string, std::string>& options) {
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
-    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
-    load_model_weights(task->model(), options["--checkpoint"]);
-    deferred.finish();
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false}, checkpoint_loader(options));
     write_output(task->predict(options["--input"], config.training.per_device_eval_batch_size), options);
     return 0;
 }

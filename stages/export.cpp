@@ -4,7 +4,6 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "nn/init.h"
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
 #include "qdqbert/calibration.h"
@@ -56,6 +55,11 @@ void load_weights_keeping_ranges(nn::Module& model, const std::string& path, con
     if (!summary.empty()) std::cerr << summary;
 }
 
+// load_weights_keeping_ranges of `path`, as make_task's loader.
+ModelLoader keeping_ranges(const std::string& path, const RunConfig& config) {
+    return [&path, &config](nn::Module& model) { load_weights_keeping_ranges(model, path, config); };
+}
+
 }  // namespace
 
 void check_onnx_exportable(const RunConfig& config) {
@@ -82,10 +86,7 @@ bool onnx_exportable(const RunConfig& config) {
 nlohmann::json export_task_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& out_path,
                                  QdqTarget target) {
     check_onnx_exportable(config);
-    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false, .on_run_device = false});
-    load_weights_keeping_ranges(task->model(), checkpoint, config);
-    deferred.finish();
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .on_run_device = false}, keeping_ranges(checkpoint, config));
     check_calibrated(task->model(), "export a checkpoint written by 'qdqtrain calibrate' or a QAT run, or a config "
                                     "without a \"quantization\" section for a float export");
     const OnnxHead head = onnx_head(config);
@@ -101,19 +102,13 @@ nlohmann::json export_task_onnx(const RunConfig& config, const std::string& chec
 
 std::vector<NamedOutputs> framework_outputs(const RunConfig& config, const std::string& checkpoint,
                                             const std::vector<nn::BertInputs>& batches) {
-    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false});
-    load_weights_keeping_ranges(task->model(), checkpoint, config);
-    deferred.finish();
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false}, keeping_ranges(checkpoint, config));
     return task->eval_outputs(batches);
 }
 
 nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path,
                                    int64_t examples) {
-    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .weights = false, .on_run_device = false});
-    load_weights_keeping_ranges(task->model(), checkpoint, config);
-    deferred.finish();
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .on_run_device = false}, keeping_ranges(checkpoint, config));
     const FidelityReport report = check_onnx_fidelity(*task, onnx_path, {.examples = examples});
     const std::string path = onnx_path + ".fidelity.md";
     std::ofstream out(path, std::ios::trunc);

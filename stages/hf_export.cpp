@@ -5,7 +5,6 @@
 
 #include "data/tokenizer.h"
 #include "json/json_file.h"
-#include "nn/init.h"
 #include "nn/pretrained.h"
 #include "trainers/checkpoint.h"
 #include "trainers/task.h"
@@ -51,10 +50,8 @@ nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& 
         throw std::invalid_argument(config.source + ": quantization: save-pretrained writes float models only "
                                                     "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
                                                     "for a quantized model");
-    nn::DeferredInit deferred;  // the checkpoint's weights are loaded, not drawn
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .weights = false, .on_run_device = false});
-    load_model_weights(task->model(), checkpoint);
-    deferred.finish();
+    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .on_run_device = false},
+                                           [&](nn::Module& model) { load_model_weights(model, checkpoint); });
     const std::string architecture = architecture_of(config);
     nn::save_pretrained(task->model(), task->model_config(), out_dir, architecture);
     nlohmann::json files = {"config.json", "model.safetensors"};

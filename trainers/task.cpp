@@ -143,18 +143,22 @@ ValidationHalves validation_halves(const std::vector<size_t>& validation, uint64
     return out;
 }
 
-std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) {
+std::unique_ptr<Task> make_task(const RunConfig& config, TaskData data, const ModelLoader& load) {
     if (data.on_run_device) check_device_support(config);  // before any data is read
+    if (load) data.weights = false;
     std::unique_ptr<Task> task;
-    nn::DeferredInit deferred;  // model.init's weights (and a teacher's) are loaded, not drawn
+    nn::DeferredInit deferred;  // the weights a file holds (model.init's, a teacher's, load's) are not drawn
     switch (config.data.task) {
     case TaskKind::classification: task = make_classification_task(config, data); break;
     case TaskKind::squad: task = make_squad_task(config, data); break;
     case TaskKind::mlm: task = make_mlm_task(config, data); break;
     }
+    if (load) load(task->model());
     deferred.finish();
     if (data.on_run_device) place_on_run_device(task->model(), config);
     return task;
 }
+
+std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) { return make_task(config, data, {}); }
 
 }  // namespace qdq

@@ -30,7 +30,8 @@ namespace qdq {
 
 // Which example sets make_task reads: training needs both, eval only the eval set, predict none.
 // `weights` false leaves model.init's weights unread (its model config is still used), for a
-// caller that loads a checkpoint of its own over them (loading follows the model's device).
+// caller that loads a checkpoint of its own over them (loading follows the model's device; the
+// make_task that takes a ModelLoader loads before the move and draws none of what it loads).
 // `on_run_device` false keeps the model on the CPU, for the exports, which read its weights.
 struct TaskData {
     bool train = true;
@@ -120,6 +121,13 @@ nn::BertConfig task_model_config(const RunConfig& config);
 // The model then goes to the run's device (trainers/run_device.h), which refuses a config the
 // GPU cannot run yet.
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data);
+
+// Puts a checkpoint's weights into a task's model (load_model_weights, or a stricter reader).
+using ModelLoader = std::function<void(nn::Module&)>;
+// make_task for a caller with a checkpoint of its own: model.init's weights are not read (its
+// model config still is) and `load` puts the checkpoint's in place before the model goes to the
+// run's device. The initial weights the checkpoint holds are never drawn (nn/init.h).
+std::unique_ptr<Task> make_task(const RunConfig& config, TaskData data, const ModelLoader& load);
 
 // The run config as checkpoints and config.json keep it: this run's, with model.config
 // set to the model the task built, so that a run starting from the checkpoint finds the model's
