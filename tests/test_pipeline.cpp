@@ -101,6 +101,115 @@ void expect_stage_folders_as_documented(const fs::path& out) {
         EXPECT_EQ(names_in(out / "calibrate" / method), std::vector<std::string>{"ranges.h5"}) << method;
 }
 
+// Choices made on validation, numbers on test; QAT and its variant started from the chosen
+// calibration, the variant learning from the FP32 model.
+void expect_choices_on_validation(const PipelineResults& first, const fs::path& out) {
+    EXPECT_EQ(first.qat_from, "percentile-99.99");
+    // Choices on validation (pipeline.validation_fraction 0.1 of 64 examples: 6), numbers on test.
+    ASSERT_TRUE(first.fp32_validation && first.qat_validation);
+    EXPECT_EQ(first.fp32_validation->counts.at("eval_examples"), 6);
+    EXPECT_EQ(first.qat_validation->counts.at("eval_examples"), 6);
+    EXPECT_EQ(first.fp32.counts.at("eval_examples"), 32);
+    EXPECT_EQ(first.qat.counts.at("eval_examples"), 32);
+    const CalibrationResult& calibration = first.calibration;
+    ASSERT_TRUE(calibration.fp32_validation);
+    EXPECT_EQ(calibration.fp32, first.fp32);  // the same float model on the same test set
+    const CalibratedMethod* chosen = nullptr;
+    for (const CalibratedMethod& m : calibration.methods) {
+        ASSERT_TRUE(m.validation) << m.name;
+        EXPECT_EQ(m.metrics.counts.at("eval_examples"), 32) << m.name;
+        if (!chosen || m.validation->scores.at("accuracy") > chosen->validation->scores.at("accuracy")) chosen = &m;
+    }
+    EXPECT_EQ(calibration.best, chosen->name);
+    // QAT started from the calibrated checkpoint: its config names it.
+    EXPECT_EQ(read_json_file((out / "qat" / "config.json").string())["model"]["init"],
+              (out / "calibrate" / "percentile-99.99" / "ranges.h5").string());
+    // The variant started from the same calibration as QAT and learned from the FP32 model.
+    const nlohmann::json kd_config = read_json_file((out / "qat_kd" / "config.json").string());
+    EXPECT_EQ(kd_config["model"]["init"], (out / "calibrate" / "percentile-99.99" / "ranges.h5").string());
+    EXPECT_EQ(kd_config["distillation"]["alpha"], 0.5);
+    EXPECT_EQ(fs::path(kd_config["distillation"]["teacher"].get<std::string>()),
+              fs::absolute(out / "fp32" / "model.h5"));
+    ASSERT_EQ(first.qat_variants.size(), 1u);
+    const QatVariantResult& kd = first.qat_variants[0];
+    EXPECT_EQ(kd.name, "kd");
+    ASSERT_TRUE(kd.validation);
+    EXPECT_EQ(kd.test.counts.at("eval_examples"), 32);
+    // The export is of the better QAT run on validation, the plain one on a tie.
+    const bool kd_better = kd.validation->scores.at("accuracy") > first.qat_validation->scores.at("accuracy");
+    EXPECT_EQ(first.deployed_qat, kd_better ? "QAT kd" : "QAT");
+}
+
+// The table's rows, ONNX Runtime's scores of the exported models against the framework's, and
+// results.json read back.
+void expect_rows_and_their_scores(const PipelineResults& first, const fs::path& out) {
+    const QatVariantResult& kd = first.qat_variants.at(0);
+    const Metrics& deployed = first.deployed_qat == "QAT kd" ? kd.test : first.qat;
+    const std::vector<PipelineRow> rows = pipeline_rows(first);
+    ASSERT_EQ(rows.size(), 11u);  // FP32, six PTQ methods, QAT and its variant, the two ONNX models
+    EXPECT_EQ(row_label(rows[0]), "FP32");
+    EXPECT_EQ(row_label(rows[7]), "QAT (from percentile-99.99)");
+    EXPECT_EQ(row_label(rows[8]), "QAT kd (from percentile-99.99)");
+    EXPECT_EQ(rows[8].metrics, kd.test);
+    EXPECT_EQ(row_label(rows[9]), "ONNX Runtime FP32");
+    EXPECT_EQ(row_label(rows[10]), "ONNX Runtime INT8, onnxruntime-cpu Q/DQ (from " + first.deployed_qat + ")");
+    // The float export computes what the framework does to float rounding; the Q/DQ one may move
+    // an example whose logits are close, one quantum apart in a range (test_onnx_tasks.cpp).
+    const std::map<std::string, double>& fp32 = first.fp32.scores;
+    const std::map<std::string, double>& qat_metrics = deployed.scores;
+    const std::map<std::string, double>& onnx_fp32 = rows[9].metrics.scores;
+    const std::map<std::string, double>& onnx_int8 = rows[10].metrics.scores;
+    EXPECT_DOUBLE_EQ(onnx_fp32.at("accuracy"), fp32.at("accuracy"));
+    EXPECT_NEAR(onnx_fp32.at("eval_loss"), fp32.at("eval_loss"), 1e-5);
+    EXPECT_NEAR(onnx_int8.at("accuracy"), qat_metrics.at("accuracy"), 1.0 / 32 + 1e-9);
+    EXPECT_NEAR(onnx_int8.at("eval_loss"), qat_metrics.at("eval_loss"), 0.05);
+    for (size_t r : {9u, 10u}) {
+        ASSERT_TRUE(rows[r].latency_ms && rows[r].ms_per_example);
+        EXPECT_GT(*rows[r].latency_ms, 0.0);
+        EXPECT_GT(*rows[r].ms_per_example, 0.0);
+    }
+    const nlohmann::json summary = pipeline_summary(first);
+    for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy", "qat_kd_accuracy", "onnx_fp32_accuracy",
+                            "onnx_int8_accuracy", "onnx_int8_latency_ms"})
+        EXPECT_TRUE(summary.contains(key)) << key;
+    // results.json reads back to what the run returned (dumped: JSON writes infinity as null).
+    const std::string results_json = (out / "results.json").string();
+    EXPECT_EQ(pipeline_results_to_json(pipeline_results_from_json(read_json_file(results_json), results_json)).dump(),
+              pipeline_results_to_json(first).dump());
+}
+
+// A rerun redoes nothing; the ONNX stage records the QAT checkpoint it exported, and is redone
+// when the run to deploy is another one (a variant added to a finished pipeline, say).
+void expect_rerun_redoes_nothing(const RunConfig& config, const PipelineResults& first, const fs::path& out) {
+    const auto written = fs::last_write_time(out / "qat" / "model.h5");
+    const auto onnx_written = fs::last_write_time(out / "onnx" / "model_int8.onnx");
+    PipelineOutcome second = run_pipeline(config);
+    EXPECT_EQ(fs::last_write_time(out / "qat" / "model.h5"), written);
+    EXPECT_EQ(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
+    ASSERT_TRUE(second.finished);
+    EXPECT_EQ(pipeline_summary(second.results), pipeline_summary(first));
+
+    const std::string deployed_model =
+        (out / (first.deployed_qat == "QAT" ? "qat" : "qat_kd") / "model.h5").string();
+    const std::string evaluation = (out / "onnx" / "evaluation.json").string();
+    nlohmann::json onnx_file = read_json_file(evaluation);
+    EXPECT_EQ(onnx_file[1]["checkpoint"], deployed_model);
+    // The INT8 export's outputs against the framework's for its checkpoint: the labels but for
+    // rounding ties amplified by the quantizers.
+    EXPECT_FALSE(onnx_file[0].contains("agreement"));
+    const nlohmann::json& a = onnx_file[1]["agreement"].at(0);
+    EXPECT_EQ(a["output"], "logits");
+    EXPECT_GT(a["rows"].get<int64_t>(), 0);
+    EXPECT_GE(a["same_argmax"].get<int64_t>() * 10, a["rows"].get<int64_t>() * 9);
+    EXPECT_LT(a["largest_difference"].get<double>(), 0.5);
+    EXPECT_LE(a["largest_probability_difference"].get<double>(), a["largest_difference"].get<double>());
+    onnx_file[1]["checkpoint"] = (out / "elsewhere" / "model.h5").string();
+    write_json_file(evaluation, onnx_file);
+    ASSERT_TRUE(run_pipeline(config).finished);
+    EXPECT_NE(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
+    EXPECT_EQ(read_json_file(evaluation)[1]["checkpoint"], deployed_model);
+}
+
 }  // namespace
 
 TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
@@ -142,74 +251,8 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
                              "plots/qat_kd_loss.svg"})
         EXPECT_TRUE(fs::exists(out / file)) << file;
     expect_stage_folders_as_documented(out);
-    EXPECT_EQ(first.results.qat_from, "percentile-99.99");
-    // Choices on validation (pipeline.validation_fraction 0.1 of 64 examples: 6), numbers on test.
-    ASSERT_TRUE(first.results.fp32_validation && first.results.qat_validation);
-    EXPECT_EQ(first.results.fp32_validation->counts.at("eval_examples"), 6);
-    EXPECT_EQ(first.results.qat_validation->counts.at("eval_examples"), 6);
-    EXPECT_EQ(first.results.fp32.counts.at("eval_examples"), 32);
-    EXPECT_EQ(first.results.qat.counts.at("eval_examples"), 32);
-    const CalibrationResult& calibration = first.results.calibration;
-    ASSERT_TRUE(calibration.fp32_validation);
-    EXPECT_EQ(calibration.fp32, first.results.fp32);  // the same float model on the same test set
-    const CalibratedMethod* chosen = nullptr;
-    for (const CalibratedMethod& m : calibration.methods) {
-        ASSERT_TRUE(m.validation) << m.name;
-        EXPECT_EQ(m.metrics.counts.at("eval_examples"), 32) << m.name;
-        if (!chosen || m.validation->scores.at("accuracy") > chosen->validation->scores.at("accuracy")) chosen = &m;
-    }
-    EXPECT_EQ(calibration.best, chosen->name);
-    // QAT started from the calibrated checkpoint: its config names it.
-    EXPECT_EQ(read_json_file((out / "qat" / "config.json").string())["model"]["init"],
-              (out / "calibrate" / "percentile-99.99" / "ranges.h5").string());
-    // The variant started from the same calibration as QAT and learned from the FP32 model.
-    const nlohmann::json kd_config = read_json_file((out / "qat_kd" / "config.json").string());
-    EXPECT_EQ(kd_config["model"]["init"], (out / "calibrate" / "percentile-99.99" / "ranges.h5").string());
-    EXPECT_EQ(kd_config["distillation"]["alpha"], 0.5);
-    EXPECT_EQ(fs::path(kd_config["distillation"]["teacher"].get<std::string>()),
-              fs::absolute(out / "fp32" / "model.h5"));
-    ASSERT_EQ(first.results.qat_variants.size(), 1u);
-    const QatVariantResult& kd = first.results.qat_variants[0];
-    EXPECT_EQ(kd.name, "kd");
-    ASSERT_TRUE(kd.validation);
-    EXPECT_EQ(kd.test.counts.at("eval_examples"), 32);
-    // The export is of the better QAT run on validation, the plain one on a tie.
-    const bool kd_better = kd.validation->scores.at("accuracy") > first.results.qat_validation->scores.at("accuracy");
-    EXPECT_EQ(first.results.deployed_qat, kd_better ? "QAT kd" : "QAT");
-    const Metrics& deployed = kd_better ? kd.test : first.results.qat;
-
-    const std::vector<PipelineRow> rows = pipeline_rows(first.results);
-    ASSERT_EQ(rows.size(), 11u);  // FP32, six PTQ methods, QAT and its variant, the two ONNX models
-    EXPECT_EQ(row_label(rows[0]), "FP32");
-    EXPECT_EQ(row_label(rows[7]), "QAT (from percentile-99.99)");
-    EXPECT_EQ(row_label(rows[8]), "QAT kd (from percentile-99.99)");
-    EXPECT_EQ(rows[8].metrics, kd.test);
-    EXPECT_EQ(row_label(rows[9]), "ONNX Runtime FP32");
-    EXPECT_EQ(row_label(rows[10]), "ONNX Runtime INT8, onnxruntime-cpu Q/DQ (from " + first.results.deployed_qat + ")");
-    // The float export computes what the framework does to float rounding; the Q/DQ one may move
-    // an example whose logits are close, one quantum apart in a range (test_onnx_tasks.cpp).
-    const std::map<std::string, double>& fp32 = first.results.fp32.scores;
-    const std::map<std::string, double>& qat_metrics = deployed.scores;
-    const std::map<std::string, double>& onnx_fp32 = rows[9].metrics.scores;
-    const std::map<std::string, double>& onnx_int8 = rows[10].metrics.scores;
-    EXPECT_DOUBLE_EQ(onnx_fp32.at("accuracy"), fp32.at("accuracy"));
-    EXPECT_NEAR(onnx_fp32.at("eval_loss"), fp32.at("eval_loss"), 1e-5);
-    EXPECT_NEAR(onnx_int8.at("accuracy"), qat_metrics.at("accuracy"), 1.0 / 32 + 1e-9);
-    EXPECT_NEAR(onnx_int8.at("eval_loss"), qat_metrics.at("eval_loss"), 0.05);
-    for (size_t r : {9u, 10u}) {
-        ASSERT_TRUE(rows[r].latency_ms && rows[r].ms_per_example);
-        EXPECT_GT(*rows[r].latency_ms, 0.0);
-        EXPECT_GT(*rows[r].ms_per_example, 0.0);
-    }
-    const nlohmann::json summary = pipeline_summary(first.results);
-    for (const char* key : {"fp32_accuracy", "ptq_accuracy", "qat_accuracy", "qat_kd_accuracy", "onnx_fp32_accuracy",
-                            "onnx_int8_accuracy", "onnx_int8_latency_ms"})
-        EXPECT_TRUE(summary.contains(key)) << key;
-    // results.json reads back to what the run returned (dumped: JSON writes infinity as null).
-    const std::string results_json = (out / "results.json").string();
-    EXPECT_EQ(pipeline_results_to_json(pipeline_results_from_json(read_json_file(results_json), results_json)).dump(),
-              pipeline_results_to_json(first.results).dump());
-
+    expect_choices_on_validation(first.results, out);
+    expect_rows_and_their_scores(first.results, out);
     // What the export cannot write is refused before any training.
     nlohmann::json four_bit = raw;
     four_bit["quantization"]["input"] = {{"num_bits", 4}, {"calib_method", "histogram"}};
@@ -217,35 +260,7 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_THROW(run_pipeline(parse_run_config(four_bit, "pipe.json", ".")), std::invalid_argument);
     EXPECT_FALSE(fs::exists(dir.path() / "four_bit" / "fp32"));
 
-    const auto written = fs::last_write_time(out / "qat" / "model.h5");
-    const auto onnx_written = fs::last_write_time(out / "onnx" / "model_int8.onnx");
-    PipelineOutcome second = run_pipeline(config);
-    EXPECT_EQ(fs::last_write_time(out / "qat" / "model.h5"), written);
-    EXPECT_EQ(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
-    ASSERT_TRUE(second.finished);
-    EXPECT_EQ(pipeline_summary(second.results), summary);
-
-    // The ONNX stage records the QAT checkpoint it exported, and is redone when the run to
-    // deploy is another one (a variant added to a finished pipeline, say).
-    const std::string deployed_model =
-        (out / (first.results.deployed_qat == "QAT" ? "qat" : "qat_kd") / "model.h5").string();
-    const std::string evaluation = (out / "onnx" / "evaluation.json").string();
-    nlohmann::json onnx_file = read_json_file(evaluation);
-    EXPECT_EQ(onnx_file[1]["checkpoint"], deployed_model);
-    // The INT8 export's outputs against the framework's for its checkpoint: the labels but for
-    // rounding ties amplified by the quantizers.
-    EXPECT_FALSE(onnx_file[0].contains("agreement"));
-    const nlohmann::json& a = onnx_file[1]["agreement"].at(0);
-    EXPECT_EQ(a["output"], "logits");
-    EXPECT_GT(a["rows"].get<int64_t>(), 0);
-    EXPECT_GE(a["same_argmax"].get<int64_t>() * 10, a["rows"].get<int64_t>() * 9);
-    EXPECT_LT(a["largest_difference"].get<double>(), 0.5);
-    EXPECT_LE(a["largest_probability_difference"].get<double>(), a["largest_difference"].get<double>());
-    onnx_file[1]["checkpoint"] = (out / "elsewhere" / "model.h5").string();
-    write_json_file(evaluation, onnx_file);
-    ASSERT_TRUE(run_pipeline(config).finished);
-    EXPECT_NE(fs::last_write_time(out / "onnx" / "model_int8.onnx"), onnx_written);
-    EXPECT_EQ(read_json_file(evaluation)[1]["checkpoint"], deployed_model);
+    expect_rerun_redoes_nothing(config, first.results, out);
 }
 
 // The run to deploy, from hand-made results: the best on validation (not on test), among the
