@@ -27,21 +27,26 @@ struct DeferredScopes {
 thread_local DeferredScopes scopes;
 
 Tensor draw_normal_tensor(const Shape& shape, float stddev, Rng& rng, int64_t zero_row) {
-    // The stream is drawn in order, a block at a time, and Box-Muller's log and cos, most of the
-    // time at BERT's sizes, run on every core: the values of rng.normal called element by element.
-    constexpr int64_t kBlock = int64_t{1} << 16;
+    // The values of rng.normal called element by element, in pieces on every core: each piece's
+    // stream jumps from the tensor's first draw to its own, so the draws and Box-Muller's log and
+    // cos, the whole cost at BERT's sizes, run in parallel and give the same bits whatever the
+    // thread count. A tensor of one piece draws from `rng` itself and jumps nothing.
+    constexpr int64_t kPiece = int64_t{1} << 16;
     Tensor t = empty(shape);
     float* p = t.f32();
-    std::vector<uint64_t> draws((size_t)(2 * std::min(kBlock, t.numel())));
-    for (int64_t begin = 0; begin < t.numel(); begin += kBlock) {
-        const int64_t n = std::min(kBlock, t.numel() - begin);
-        for (int64_t i = 0; i < 2 * n; ++i) draws[(size_t)i] = rng.next_u64();
-        parallel_for(n, 4096, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) p[begin + i] = normal_from_draws(draws[2 * i], draws[2 * i + 1], 0.0f, stddev);
-        });
-    }
+    const int64_t n = t.numel();
+    const Rng first = rng;
+    parallel_for(n, kPiece, [&](int64_t begin, int64_t end) {
+        Rng stream = first;
+        stream.jump(2 * (uint64_t)begin);  // Box-Muller takes two draws a value
+        for (int64_t i = begin; i < end; ++i) {
+            const uint64_t u1 = stream.next_u64();
+            p[i] = normal_from_draws(u1, stream.next_u64(), 0.0f, stddev);
+        }
+        if (end == n) rng = stream;  // the last piece leaves the stream where the tensor ends
+    });
     if (zero_row != kNoPadding) {
-        const int64_t row = t.numel() / shape[0];
+        const int64_t row = n / shape[0];
         std::fill_n(p + zero_row * row, row, 0.0f);
     }
     return t;

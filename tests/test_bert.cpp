@@ -196,19 +196,21 @@ TEST(Bert, HuggingFaceInitialisation) {
     }
 }
 
-// Initial weights are drawn a block at a time on every core: they must be the values of one
-// rng.normal call after another, bit for bit, across several blocks and a short last one, and
-// leave the stream where those calls leave it.
+// Initial weights are drawn in pieces on every core, each piece's stream jumped to its first
+// draw: they must be the values of one rng.normal call after another, bit for bit, however many
+// pieces the thread count makes, and leave the stream where those calls leave it.
 TEST(Bert, InitialWeightsAreTheStreamsNormalsInOrder) {
-    const qdq::testing::ThreadCount threads(4);
-    const int64_t rows = 771, cols = 256;  // 197,376 values: three blocks of 65,536 and 768 more
-    Rng drawn(11), one_by_one(11);
-    const Tensor weights = normal_tensor({rows, cols}, 0.02f, drawn);
-    const std::vector<float> values = weights.to_vector();
-    size_t differing = 0;
-    for (float v : values) differing += std::bit_cast<uint32_t>(v) != std::bit_cast<uint32_t>(one_by_one.normal(0.0f, 0.02f));
-    EXPECT_EQ(differing, 0u);
-    EXPECT_EQ(drawn.state, one_by_one.state);
+    const int64_t rows = 771, cols = 256;  // 197,376 values: up to four pieces of 65,536 or more
+    for (int threads : {1, 3, 4}) {
+        const qdq::testing::ThreadCount count(threads);
+        Rng drawn(11), one_by_one(11);
+        const Tensor weights = normal_tensor({rows, cols}, 0.02f, drawn);
+        const std::vector<float> values = weights.to_vector();
+        size_t differing = 0;
+        for (float v : values) differing += std::bit_cast<uint32_t>(v) != std::bit_cast<uint32_t>(one_by_one.normal(0.0f, 0.02f));
+        EXPECT_EQ(differing, 0u) << threads << " threads";
+        EXPECT_EQ(drawn.state, one_by_one.state) << threads << " threads";
+    }
 }
 
 TEST(Bert, BareBertModelFileLoadsIntoATaskModel) {
