@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cuda/broadcast_shape.h"
 #include "cuda/optimizer_math.h"
@@ -28,6 +29,9 @@ void* device_alloc(size_t bytes);
 void device_free(void* ptr);
 void memset_zero(void* ptr, size_t bytes);
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
+// Copies between the host and the device so far in this process. Each one makes the host wait
+// for the device's queue, so a training step's count is what keeps the GPU from running ahead.
+int64_t host_waits();
 
 // Same contract as qdq::gemm (autograd/gemm.h), on device pointers, through cuBLAS.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
@@ -110,9 +114,13 @@ void learned_range_backward(float* damax, const float* dy, const float* x, const
 void max_collect(uint32_t* amax_bits, unsigned long long* nonfinite, const float* x, int64_t C, int64_t inner, int64_t n);
 void histogram_collect(unsigned long long* counts, uint32_t* max_bits, unsigned long long* nonfinite, const float* x,
                        float width, int64_t bins, int64_t n);
-// Gradient clipping: Σ x² over n device floats (in double, blocks summed in order on the host),
-// and x *= factor.
-double sum_of_squares(const float* x, int64_t n);
+// Gradient clipping: Σ x² of each device array (in double, each array's blocks summed in order on
+// the host), every array's partial sums read back in one copy; and x *= factor.
+struct DeviceFloats {
+    const float* data;
+    int64_t n;
+};
+std::vector<double> sums_of_squares(const std::vector<DeviceFloats>& arrays);
 void scale(float* x, float factor, int64_t n);
 // AdamW's update of n elements (cuda/optimizer_math.h).
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s);

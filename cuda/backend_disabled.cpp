@@ -20,6 +20,7 @@ void* device_alloc(size_t) { unavailable(); }
 void device_free(void*) {}
 void memset_zero(void*, size_t) { unavailable(); }
 void copy(void*, bool, const void*, bool, size_t) { unavailable(); }
+int64_t host_waits() { return 0; }
 void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
           int64_t, float, float*, int64_t) {
     unavailable();
@@ -72,7 +73,7 @@ void max_collect(uint32_t*, unsigned long long*, const float*, int64_t, int64_t,
 void histogram_collect(unsigned long long*, uint32_t*, unsigned long long*, const float*, float, int64_t, int64_t) {
     unavailable();
 }
-double sum_of_squares(const float*, int64_t) { unavailable(); }
+std::vector<double> sums_of_squares(const std::vector<DeviceFloats>&) { unavailable(); }
 void scale(float*, float, int64_t) { unavailable(); }
 void adamw_update(float*, float*, float*, const float*, int64_t, const AdamWScalars&) { unavailable(); }
 void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }

@@ -1,4 +1,5 @@
 // Device allocation (through cuda/block_cache.h), copies and device queries.
+#include <atomic>
 #include <mutex>
 
 #include "cuda/backend.h"
@@ -87,7 +88,14 @@ void device_free(void* ptr) {
 
 void memset_zero(void* ptr, size_t bytes) { QDQ_CUDA_CHECK(cudaMemset(ptr, 0, bytes)); }
 
+namespace {
+std::atomic<int64_t> host_wait_count{0};
+}  // namespace
+
+int64_t host_waits() { return host_wait_count; }
+
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
+    if (dst_on_device != src_on_device) ++host_wait_count;  // cudaMemcpy returns once the device is done
     cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice
                                                          : cudaMemcpyHostToDevice)
                                         : (src_on_device ? cudaMemcpyDeviceToHost

@@ -1,5 +1,6 @@
-// Gradient clipping's entry points (cuda/kernels/grad_norm.cuh) over device pointers; the sum of
-// squares adds its blocks' partials on the host, in order.
+// Gradient clipping's entry points (cuda/kernels/grad_norm.cuh) over device pointers: every
+// gradient's partial sums of squares land in one buffer, read back once and added on the host in
+// order.
 #include <vector>
 
 #include "cuda/backend.h"
@@ -7,22 +8,25 @@
 
 namespace qdq::cuda {
 
-double sum_of_squares(const float* x, int64_t n) {
-    if (n == 0) return 0.0;
-    const unsigned blocks = sum_of_squares_block_count(n, 256);
-    double* partial = static_cast<double*>(device_alloc(blocks * sizeof(double)));
-    std::vector<double> host(blocks);
+std::vector<double> sums_of_squares(const std::vector<DeviceFloats>& arrays) {
+    std::vector<size_t> first(arrays.size() + 1, 0);  // where each array's partials begin
+    for (size_t i = 0; i < arrays.size(); ++i)
+        first[i + 1] = first[i] + (arrays[i].n > 0 ? sum_of_squares_block_count(arrays[i].n, 256) : 0);
+    std::vector<double> sums(arrays.size(), 0.0), host(first.back());
+    if (host.empty()) return sums;
+    double* partial = static_cast<double*>(device_alloc(host.size() * sizeof(double)));
     try {
-        sum_of_squares(partial, x, n, 256);
-        copy(host.data(), false, partial, true, blocks * sizeof(double));
+        for (size_t i = 0; i < arrays.size(); ++i)
+            if (arrays[i].n > 0) sum_of_squares(partial + first[i], arrays[i].data, arrays[i].n, 256);
+        copy(host.data(), false, partial, true, host.size() * sizeof(double));
     } catch (...) {
         device_free(partial);
         throw;
     }
     device_free(partial);
-    double total = 0;
-    for (double p : host) total += p;
-    return total;
+    for (size_t i = 0; i < arrays.size(); ++i)
+        for (size_t b = first[i]; b < first[i + 1]; ++b) sums[i] += host[b];
+    return sums;
 }
 void scale(float* x, float factor, int64_t n) { for_each(n, ScaleOp{x, factor}); }
 

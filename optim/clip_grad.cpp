@@ -61,9 +61,15 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
         if (g.dtype() != DType::F32) throw std::runtime_error("clip_grad_norm: gradients must be float32");
         grads.push_back(g);
     }
-    // A gradient on the GPU is summed and scaled there (cuda/kernels/grad_norm.cuh).
+    // Gradients on the GPU are summed and scaled there (cuda/kernels/grad_norm.cuh), their sums
+    // read back together: one wait for the device a step, not one a tensor.
+    std::vector<cuda::DeviceFloats> on_device;
+    for (const Tensor& g : grads)
+        if (g.is_cuda()) on_device.push_back({g.f32(), g.numel()});
+    const std::vector<double> device_sums = on_device.empty() ? std::vector<double>{} : cuda::sums_of_squares(on_device);
     double total = 0;
-    for (const Tensor& g : grads) total += g.is_cuda() ? cuda::sum_of_squares(g.f32(), g.numel()) : sum_of_squares(g);
+    size_t next_device_sum = 0;
+    for (const Tensor& g : grads) total += g.is_cuda() ? device_sums[next_device_sum++] : sum_of_squares(g);
     double norm = std::sqrt(total);
     double scale = max_norm / (norm + 1e-6);
     if (scale < 1)

@@ -208,7 +208,7 @@ double check_optimizer(int64_t C) {
     DeviceArray<float> dp(param), dm(zeros), dv(zeros), dg(grad);
     cuda::adamw_update(dp.ptr, dm.ptr, dv.ptr, dg.ptr, C, adamw_scalars({}, 1e-3, 0.01, 1));
     const double w = worst(dp.host(), p.to_vector(), 1e-7, 1e-6);
-    double norm = std::sqrt(cuda::sum_of_squares(dg.ptr, C)), cpu_norm = 0;
+    double norm = std::sqrt(cuda::sums_of_squares({{dg.ptr, C}})[0]), cpu_norm = 0;
     for (float g : grad) cpu_norm += (double)g * g;
     return std::max(w, std::fabs(norm - std::sqrt(cpu_norm)) / (1e-9 * std::max(1.0, norm)));
 }

@@ -1,5 +1,5 @@
-// CUDA backend: device memory, cuBLAS GEMM and fake quantization on the device, each compared
-// with the CPU path (itself checked against PyTorch in the quantization tests). Every op of
+// CUDA backend: device memory, cuBLAS GEMM, fake quantization and gradient clipping on the
+// device, each compared with the CPU path (itself checked against PyTorch). Every op of
 // autograd/ops.h is compared on the device with the CPU by test_op_table.
 // Without a device every test but the first skips with "skipped: no CUDA device".
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "autograd/gemm_bf16.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
+#include "optim/clip_grad.h"
 #include "quant/fake_quant.h"
 #include "tests/support/gradcheck.h"
 
@@ -153,4 +154,28 @@ TEST(Cuda, PactAndLsqLearnRangesOnTheDeviceAsOnTheCpu) {
         for (float g : cpu[2].to_vector()) largest = std::max(largest, std::fabs(g));
         EXPECT_GT(largest, 1e-3f) << what[rule] << ": the range's gradient is trivially zero";
     }
+}
+
+// Clipping sums every device gradient's squares in one pass and reads the sums back together:
+// one wait for the device whatever the number of tensors (a step of BERT-base has about 200),
+// with the norm and the clipped gradients of the CPU's clip_grad_norm.
+TEST(Cuda, GradientClippingWaitsForTheDeviceOnce) {
+    REQUIRE_CUDA_DEVICE();
+    std::vector<Tensor> cpu, device;
+    const std::vector<int64_t> sizes = {1, 77, 3000, 70000, 0, 512};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        const Tensor grad = random_tensor({sizes[i]}, 50 + (uint64_t)i, -3.0f, 3.0f);
+        cpu.push_back(zeros({sizes[i]}).set_requires_grad());
+        cpu.back().grad_buffer().copy_from(grad);
+        device.push_back(zeros({sizes[i]}, DType::F32, Device::CUDA).set_requires_grad());
+        device.back().grad_buffer().copy_from(grad);
+    }
+    const int64_t waits_before = cuda::host_waits();
+    const double norm = clip_grad_norm(device, 1.0);
+    EXPECT_EQ(cuda::host_waits() - waits_before, 1);
+    const double cpu_norm = clip_grad_norm(cpu, 1.0);
+    EXPECT_GT(cpu_norm, 1.0);  // so that both clip
+    EXPECT_NEAR(norm, cpu_norm, 1e-12 * cpu_norm);
+    for (size_t i = 0; i < sizes.size(); ++i)
+        expect_close(device[i].grad().to(Device::CPU), cpu[i].grad(), 1.2e-7f, 0.0f, ("tensor " + std::to_string(i)).c_str());
 }
