@@ -10,6 +10,7 @@
 
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
+#include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
 #include "optim/clip_grad.h"
@@ -178,4 +179,24 @@ TEST(Cuda, GradientClippingWaitsForTheDeviceOnce) {
     EXPECT_NEAR(norm, cpu_norm, 1e-12 * cpu_norm);
     for (size_t i = 0; i < sizes.size(); ++i)
         expect_close(device[i].grad().to(Device::CPU), cpu[i].grad(), 1.2e-7f, 0.0f, ("tensor " + std::to_string(i)).c_str());
+}
+
+// Attention's softmax takes each row's mask offset from the device, made once for x's and the
+// mask's shapes and kept while they stay: a later layer or step with the same shapes waits for
+// the device not at all, other shapes once; the outputs are the CPU's either way.
+TEST(Cuda, SoftmaxKeepsItsMaskOffsetsOnTheDevice) {
+    REQUIRE_CUDA_DEVICE();
+    const Tensor x = random_tensor({2, 3, 5, 7}, 60, -4.0f, 4.0f), mask = random_tensor({2, 1, 1, 7}, 61, -9.0f, 0.0f);
+    const Tensor other_mask = random_tensor({2, 1, 5, 7}, 62, -9.0f, 0.0f);
+    const Tensor device_x = x.to(Device::CUDA), device_mask = mask.to(Device::CUDA);
+    const Tensor device_other_mask = other_mask.to(Device::CUDA);
+    softmax(device_x, 0.5f, device_mask);  // the first call with these shapes copies the offsets
+    int64_t waits = cuda::host_waits();
+    const Tensor kept = softmax(device_x, 0.5f, device_mask);
+    EXPECT_EQ(cuda::host_waits() - waits, 0);
+    waits = cuda::host_waits();
+    const Tensor other = softmax(device_x, 0.5f, device_other_mask);
+    EXPECT_EQ(cuda::host_waits() - waits, 1);
+    expect_close(kept.to(Device::CPU), softmax(x, 0.5f, mask), 1e-6f, 1e-7f, "kept offsets");
+    expect_close(other.to(Device::CPU), softmax(x, 0.5f, other_mask), 1e-6f, 1e-7f, "new offsets");
 }

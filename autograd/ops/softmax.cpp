@@ -71,20 +71,35 @@ void softmax_backward(float* dx, const float* dy, const float* y, float scale, i
     }
 }
 
-// The device path (cuda/kernels/softmax.cuh). Each row's mask offset is worked out here and
-// copied over: int64 values, carried in an int32 tensor of twice their count.
+// The rows' mask offsets on the device (cuda/kernels/softmax.cuh): int64 values, carried in an
+// int32 tensor of twice their count. They follow from x's and the mask's shapes alone, so they are
+// kept while those stay: every layer and step of a run shares them, where a fresh copy at each call
+// made the host wait for the GPU's queue once a layer.
+const int64_t* device_mask_offsets(const Shape& x_shape, const Tensor& mask, const BroadcastMap* mask_map,
+                                   int64_t rows, int64_t C) {
+    struct Kept {
+        Shape x, mask;
+        Tensor offsets;
+    };
+    static thread_local Kept kept;
+    const Shape mask_shape = mask.defined() ? mask.shape() : Shape{};
+    if (!kept.offsets.defined() || kept.x != x_shape || kept.mask != mask_shape) {
+        Tensor offsets = zeros({2 * std::max<int64_t>(rows, 1)}, DType::I32);
+        if (mask_map) {
+            auto* o = reinterpret_cast<int64_t*>(offsets.raw());
+            mask_map->offsets(0, rows, o);
+            for (int64_t r = 0; r < rows; ++r) o[r] *= C;
+        }
+        kept = {x_shape, mask_shape, offsets.to(Device::CUDA)};
+    }
+    return reinterpret_cast<const int64_t*>(kept.offsets.raw());
+}
+
 Tensor softmax_cuda(const Tensor& x, float scale, const Tensor& mask, const BroadcastMap* mask_map, int64_t rows,
                     int64_t C) {
-    Tensor offsets = zeros({2 * std::max<int64_t>(rows, 1)}, DType::I32);
-    if (mask_map) {
-        auto* o = reinterpret_cast<int64_t*>(offsets.raw());
-        mask_map->offsets(0, rows, o);
-        for (int64_t r = 0; r < rows; ++r) o[r] *= C;
-    }
-    const Tensor device_offsets = offsets.to(Device::CUDA);
+    const int64_t* offsets = device_mask_offsets(x.shape(), mask, mask_map, rows, C);
     Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
-    cuda::softmax_rows_forward(y.f32(), x.f32(), mask.defined() ? mask.f32() : nullptr,
-                               reinterpret_cast<const int64_t*>(device_offsets.raw()), scale, rows, C);
+    cuda::softmax_rows_forward(y.f32(), x.f32(), mask.defined() ? mask.f32() : nullptr, offsets, scale, rows, C);
     if (needs_grad({x}))
         record(y, {x}, [x, y, scale, rows, C](const Tensor& gy) {
             cuda::softmax_rows_backward(x.grad_buffer().f32(), gy.f32(), y.f32(), scale, rows, C);
