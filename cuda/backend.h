@@ -133,14 +133,17 @@ void softmax_rows_backward(float* dx, const float* dy, const float* y, float sca
 void log_softmax_rows_forward(float* y, const float* x, int64_t rows, int64_t C);
 void log_softmax_rows_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t C);
 // Cross-entropy by rows of C: each row's loss and its lse (row_max + log_sum), 0 for ignored
-// rows; backward dx += scale·(softmax − onehot) for the rest. The caller averages the losses.
+// rows; backward dx += scale·(softmax − onehot) for the rest. mean_of_rows averages the losses.
 void cross_entropy_rows_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,
                                 int32_t ignore_index, int64_t rows, int64_t C);
 void cross_entropy_rows_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
                                  const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C);
+// *mean = Σ losses[r] / count (0 when count is 0), in double in row order as the CPU averages
+// the rows' losses; the loss stays on the device.
+void mean_of_rows(float* mean, const float* losses, int64_t rows, int64_t count);
 // Distillation's KL(softmax(t/T) ‖ softmax(x/T)) by rows of C (softmax_kl_div), inv_t = 1/T:
 // each row's KL and stats [rows, 4] (the student's and the teacher's max and log-sum); backward
-// dx += scale·(q − p). The caller averages the rows.
+// dx += scale·(q − p). mean_of_rows averages the rows.
 void kl_div_rows_forward(float* losses, float* stats, const float* x, const float* t, float inv_t, int64_t rows, int64_t C);
 void kl_div_rows_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, float scale,
                           int64_t rows, int64_t C);

@@ -87,6 +87,7 @@ void cross_entropy_rows_backward(float*, const float*, const float*, const float
 }
 void log_softmax_rows_forward(float*, const float*, int64_t, int64_t) { unavailable(); }
 void log_softmax_rows_backward(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
+void mean_of_rows(float*, const float*, int64_t, int64_t) { unavailable(); }
 void kl_div_rows_forward(float*, float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
 void kl_div_rows_backward(float*, const float*, const float*, const float*, float, float, int64_t, int64_t) { unavailable(); }
 void layernorm_rows_forward(float*, float*, float*, float*, const float*, const float*, const float*, const float*, float,

@@ -24,6 +24,8 @@ void cross_entropy_rows_backward(float* dx, const float* x, const float* row_max
     cross_entropy_backward(dx, x, row_max, log_sum, labels, ignore_index, scale, rows, C, row_block_for(C));
 }
 
+void mean_of_rows(float* mean, const float* losses, int64_t rows, int64_t count) { rows_mean(mean, losses, rows, count); }
+
 void kl_div_rows_forward(float* losses, float* stats, const float* x, const float* t, float inv_t, int64_t rows, int64_t C) {
     kl_div_forward(losses, stats, x, t, inv_t, rows, C, row_block_for(C));
 }

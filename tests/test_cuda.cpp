@@ -200,3 +200,24 @@ TEST(Cuda, SoftmaxKeepsItsMaskOffsetsOnTheDevice) {
     expect_close(kept.to(Device::CPU), softmax(x, 0.5f, mask), 1e-6f, 1e-7f, "kept offsets");
     expect_close(other.to(Device::CPU), softmax(x, 0.5f, other_mask), 1e-6f, 1e-7f, "new offsets");
 }
+
+// The losses average their rows on the device, in double and row order as the CPU does: the
+// cross-entropy equals the CPU's bit for bit, and making a loss waits for the device only to copy
+// the labels over (distillation's KL not at all).
+TEST(Cuda, LossesAverageTheirRowsOnTheDevice) {
+    REQUIRE_CUDA_DEVICE();
+    const Tensor logits = random_tensor({37, 11}, 63, -5.0f, 5.0f), teacher = random_tensor({37, 11}, 64, -5.0f, 5.0f);
+    std::vector<int32_t> label_values(37);
+    for (int32_t r = 0; r < 37; ++r) label_values[(size_t)r] = r % 5 == 0 ? -100 : r % 11;  // some rows ignored
+    const Tensor labels = from_ints({37}, label_values);
+    const Tensor device_logits = logits.to(Device::CUDA), device_teacher = teacher.to(Device::CUDA);
+    int64_t waits = cuda::host_waits();
+    const Tensor loss = cross_entropy(device_logits, labels);
+    EXPECT_EQ(cuda::host_waits() - waits, 1);
+    EXPECT_EQ(loss.to(Device::CPU).item(), cross_entropy(logits, labels).item());
+    waits = cuda::host_waits();
+    const Tensor kl = softmax_kl_div(device_logits, device_teacher, 2.0f);
+    EXPECT_EQ(cuda::host_waits() - waits, 0);
+    const float cpu_kl = softmax_kl_div(logits, teacher, 2.0f).item();
+    EXPECT_NEAR(kl.to(Device::CPU).item(), cpu_kl, 1e-6f * std::fabs(cpu_kl));
+}

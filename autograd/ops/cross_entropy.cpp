@@ -142,8 +142,8 @@ void softmax_kl_div_backward(float* dx, const float* x, const float* t, const Lo
     }
 }
 
-// The device path (cuda/kernels/cross_entropy.cuh): row losses on the GPU, their mean here in
-// double and row order as on the CPU; the loss is a scalar on the GPU.
+// The device path (cuda/kernels/cross_entropy.cuh): row losses on the GPU and their mean there,
+// in double and row order as on the CPU; the loss is a scalar on the GPU, read by no one here.
 Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& labels, int32_t ignore_index, int64_t count) {
     const int64_t rows = logits.size(0), C = logits.size(1);
     const Tensor device_labels = labels.to(Device::CUDA);
@@ -151,9 +151,8 @@ Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& labels, int32_t ig
     Tensor log_sum = empty({rows}, DType::F32, Device::CUDA);
     cuda::cross_entropy_rows_forward(losses.f32(), row_max.f32(), log_sum.f32(), logits.f32(), device_labels.i32(),
                                      ignore_index, rows, C);
-    double total = 0.0;
-    for (float l : losses.to_vector()) total += l;
-    Tensor loss = full({}, count ? (float)(total / (double)count) : 0.0f).to(Device::CUDA);
+    Tensor loss = empty({}, DType::F32, Device::CUDA);
+    cuda::mean_of_rows(loss.f32(), losses.f32(), rows, count);
     if (needs_grad({logits}))
         record(loss, {logits}, [logits, device_labels, row_max, log_sum, ignore_index, rows, C, count](const Tensor& gy) {
             const float scale = count ? gy.item() / (float)count : 0.0f;
@@ -163,15 +162,14 @@ Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& labels, int32_t ig
     return loss;
 }
 
-// The device path of softmax_kl_div (cuda/kernels/cross_entropy.cuh), the rows' mean here in
-// double and row order as on the CPU; the loss is a scalar on the GPU.
+// The device path of softmax_kl_div (cuda/kernels/cross_entropy.cuh), the rows' mean on the GPU
+// in double and row order as on the CPU; the loss is a scalar on the GPU.
 Tensor softmax_kl_div_cuda(const Tensor& student, const Tensor& teacher, float inv_t) {
     const int64_t rows = student.size(0), C = student.size(1);
     Tensor losses = empty({rows}, DType::F32, Device::CUDA), stats = empty({rows, 4}, DType::F32, Device::CUDA);
     cuda::kl_div_rows_forward(losses.f32(), stats.f32(), student.f32(), teacher.f32(), inv_t, rows, C);
-    double total = 0.0;
-    for (float l : losses.to_vector()) total += l;
-    Tensor loss = full({}, rows ? (float)(total / (double)rows) : 0.0f).to(Device::CUDA);
+    Tensor loss = empty({}, DType::F32, Device::CUDA);
+    cuda::mean_of_rows(loss.f32(), losses.f32(), rows, rows);
     if (needs_grad({student}))
         record(loss, {student}, [student, teacher, stats, inv_t, rows, C](const Tensor& gy) {
             const float scale = rows ? gy.item() * inv_t / (float)rows : 0.0f;

@@ -3,7 +3,8 @@
 // the row max, s = log Σ e^{x−m}),
 //   loss_r = (m − x[label]) + s,   dx_r += scale·(softmax(x_r) − onehot(label_r)),
 // ignored rows (label == ignore_index) give 0 and no gradient. The mean over the rows not
-// ignored is the caller's: summed in double in row order, as on the CPU.
+// ignored is summed in double in row order, as on the CPU, by one thread (rows_mean), and stays
+// on the device as the loss.
 #pragma once
 
 #include <cstdint>
@@ -120,6 +121,19 @@ inline void kl_div_backward(float* dx, const float* x, const float* t, const flo
                             int64_t rows, int64_t C, unsigned block = 128) {
     check_row_block(block, "kl_div_backward");
     if (rows > 0) launch(kl_div_backward_rows, dim3((unsigned)rows), dim3(block), dx, x, t, stats, inv_t, scale, C);
+}
+
+// mean = Σ losses / count, summed in double in row order by one thread: the CPU's value to the
+// bit, left where the loss lives (no read back). A batch's rows are at most a few thousand.
+static __global__ void rows_mean_serial(float* mean, const float* losses, int64_t rows, int64_t count) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    double total = 0.0;
+    for (int64_t r = 0; r < rows; ++r) total += losses[r];
+    *mean = count ? (float)(total / (double)count) : 0.0f;
+}
+
+inline void rows_mean(float* mean, const float* losses, int64_t rows, int64_t count) {
+    launch(rows_mean_serial, dim3(1), dim3(1), mean, losses, rows, count);
 }
 
 inline void cross_entropy_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,
