@@ -35,7 +35,7 @@ void record(Tensor& output, const std::vector<Tensor>& inputs, std::function<voi
 void backward(const Tensor& root) {
     check(root.defined() && root.numel() == 1,
           "backward() needs a one-element tensor (a loss); reduce it first");
-    backward(root, full(root.shape(), 1.0f).to(root.device()));
+    backward(root, full(root.shape(), 1.0f, root.device()));  // filled where it lies: no copy
 }
 
 namespace {

@@ -194,8 +194,12 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
     return t;
 }
 
-Tensor full(const Shape& shape, float value) {
-    Tensor t = empty(shape);
+Tensor full(const Shape& shape, float value, Device device) {
+    Tensor t = empty(shape, DType::F32, device);
+    if (device == Device::CUDA) {
+        cuda::fill(t.f32(), value, t.numel());
+        return t;
+    }
     float* p = t.f32();
     for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = value;
     return t;

@@ -87,7 +87,7 @@ private:
 // Factories. Every new float tensor is zero-filled unless it is `empty`.
 Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
 Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
-Tensor full(const Shape& shape, float value);
+Tensor full(const Shape& shape, float value, Device device = Device::CPU);
 Tensor from_vector(const Shape& shape, const std::vector<float>& values);
 Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values);
 Tensor empty_like(const Tensor& t);

@@ -56,6 +56,8 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 void to_bf16(uint16_t* out, const float* x, int64_t n);
 
 // The kernels of cuda/kernels/*.cuh, with the arguments of their CPU twins in autograd/ops/.
+// y[i] = value
+void fill(float* y, float value, int64_t n);
 // out[i] = a[i] + b[i]
 void add(float* out, const float* a, const float* b, int64_t n);
 // y [n] = a + b repeated (b's nb values over a's leading dims); db [nb] += the repeats of dy summed.
@@ -96,6 +98,11 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
 // the rows whose id is padding_idx (ops.h: kNoPadding for none).
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C, int64_t padding_idx);
+// Fake quantization's ranges amax [n] checked on the device without a wait: the first that is
+// NaN, infinite or negative is reported by the next copy from the device to the host, which
+// throws the CPU op's error (report_range_fault, called by copy).
+void check_ranges(const float* amax, int64_t n);
+void report_range_fault();
 // Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device, integer
 // range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h), or with
 // `codes` the integer codes themselves, not divided back (quant_codes); the
@@ -133,20 +140,23 @@ void softmax_rows_backward(float* dx, const float* dy, const float* y, float sca
 void log_softmax_rows_forward(float* y, const float* x, int64_t rows, int64_t C);
 void log_softmax_rows_backward(float* dx, const float* dy, const float* y, int64_t rows, int64_t C);
 // Cross-entropy by rows of C: each row's loss and its lse (row_max + log_sum), 0 for ignored
-// rows; backward dx += scale·(softmax − onehot) for the rest. mean_of_rows averages the losses.
+// rows; backward dx += scale·(softmax − onehot) for the rest, scale = *upstream/over with
+// upstream the loss's gradient on the device (0 when over is 0). mean_of_rows averages the losses.
 void cross_entropy_rows_forward(float* losses, float* row_max, float* log_sum, const float* x, const int32_t* labels,
                                 int32_t ignore_index, int64_t rows, int64_t C);
 void cross_entropy_rows_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
-                                 const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C);
+                                 const int32_t* labels, int32_t ignore_index, const float* upstream, float over, int64_t rows,
+                                 int64_t C);
 // *mean = Σ losses[r] / count (0 when count is 0), in double in row order as the CPU averages
 // the rows' losses; the loss stays on the device.
 void mean_of_rows(float* mean, const float* losses, int64_t rows, int64_t count);
 // Distillation's KL(softmax(t/T) ‖ softmax(x/T)) by rows of C (softmax_kl_div), inv_t = 1/T:
 // each row's KL and stats [rows, 4] (the student's and the teacher's max and log-sum); backward
-// dx += scale·(q − p). mean_of_rows averages the rows.
+// dx += scale·(q − p), scale = (*upstream·inv_t)/over as in cross_entropy_rows_backward.
+// mean_of_rows averages the rows.
 void kl_div_rows_forward(float* losses, float* stats, const float* x, const float* t, float inv_t, int64_t rows, int64_t C);
-void kl_div_rows_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, float scale,
-                          int64_t rows, int64_t C);
+void kl_div_rows_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, const float* upstream,
+                          float over, int64_t rows, int64_t C);
 // LayerNorm by rows of C of x (+ residual, written to sum), saving mean (μ − x₀) and rstd;
 // backward from `in` (x, or sum) into dx (and dx2, the residual's, unless null), dgamma, dbeta.
 void layernorm_rows_forward(float* y, float* mean, float* rstd, float* sum, const float* x, const float* residual,

@@ -34,6 +34,7 @@ void gemm_batched(bool, bool, int64_t, int64_t, int64_t, float, const float*, in
     unavailable();
 }
 void to_bf16(uint16_t*, const float*, int64_t) { unavailable(); }
+void fill(float*, float, int64_t) { unavailable(); }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void add_trailing(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
 void sum_repeats(float*, const float*, int64_t, int64_t) { unavailable(); }
@@ -59,6 +60,8 @@ void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { un
 void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
 void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t, int64_t) { unavailable(); }
+void check_ranges(const float*, int64_t) { unavailable(); }
+void report_range_fault() { unavailable(); }
 void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, bool, bool) {
     unavailable();
 }
@@ -81,15 +84,17 @@ void softmax_rows_backward(float*, const float*, const float*, float, int64_t, i
 void cross_entropy_rows_forward(float*, float*, float*, const float*, const int32_t*, int32_t, int64_t, int64_t) {
     unavailable();
 }
-void cross_entropy_rows_backward(float*, const float*, const float*, const float*, const int32_t*, int32_t, float, int64_t,
-                                 int64_t) {
+void cross_entropy_rows_backward(float*, const float*, const float*, const float*, const int32_t*, int32_t, const float*,
+                                 float, int64_t, int64_t) {
     unavailable();
 }
 void log_softmax_rows_forward(float*, const float*, int64_t, int64_t) { unavailable(); }
 void log_softmax_rows_backward(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
 void mean_of_rows(float*, const float*, int64_t, int64_t) { unavailable(); }
 void kl_div_rows_forward(float*, float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
-void kl_div_rows_backward(float*, const float*, const float*, const float*, float, float, int64_t, int64_t) { unavailable(); }
+void kl_div_rows_backward(float*, const float*, const float*, const float*, float, const float*, float, int64_t, int64_t) {
+    unavailable();
+}
 void layernorm_rows_forward(float*, float*, float*, float*, const float*, const float*, const float*, const float*, float,
                             int64_t, int64_t) {
     unavailable();

@@ -20,8 +20,9 @@ void cross_entropy_rows_forward(float* losses, float* row_max, float* log_sum, c
 }
 
 void cross_entropy_rows_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
-                                 const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C) {
-    cross_entropy_backward(dx, x, row_max, log_sum, labels, ignore_index, scale, rows, C, row_block_for(C));
+                                 const int32_t* labels, int32_t ignore_index, const float* upstream, float over, int64_t rows,
+                                 int64_t C) {
+    cross_entropy_backward(dx, x, row_max, log_sum, labels, ignore_index, upstream, over, rows, C, row_block_for(C));
 }
 
 void mean_of_rows(float* mean, const float* losses, int64_t rows, int64_t count) { rows_mean(mean, losses, rows, count); }
@@ -30,9 +31,9 @@ void kl_div_rows_forward(float* losses, float* stats, const float* x, const floa
     kl_div_forward(losses, stats, x, t, inv_t, rows, C, row_block_for(C));
 }
 
-void kl_div_rows_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, float scale,
-                          int64_t rows, int64_t C) {
-    kl_div_backward(dx, x, t, stats, inv_t, scale, rows, C, row_block_for(C));
+void kl_div_rows_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, const float* upstream,
+                          float over, int64_t rows, int64_t C) {
+    kl_div_backward(dx, x, t, stats, inv_t, upstream, over, rows, C, row_block_for(C));
 }
 
 }  // namespace qdq::cuda

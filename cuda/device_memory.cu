@@ -101,6 +101,7 @@ void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, si
                                         : (src_on_device ? cudaMemcpyDeviceToHost
                                                          : cudaMemcpyHostToHost);
     QDQ_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+    if (kind == cudaMemcpyDeviceToHost) report_range_fault();
 }
 
 }  // namespace qdq::cuda

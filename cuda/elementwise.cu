@@ -4,6 +4,7 @@
 
 namespace qdq::cuda {
 
+void fill(float* y, float value, int64_t n) { for_each(n, FillOp{y, value}); }
 void add(float* out, const float* a, const float* b, int64_t n) { for_each(n, AddOp{out, a, b}); }
 void add_scalar(float* y, const float* x, float s, int64_t n) { for_each(n, AddScalarOp{y, x, s}); }
 void pow_forward(float* y, const float* x, float e, int64_t n) { for_each(n, PowForwardOp{y, x, e}); }

@@ -235,6 +235,12 @@ inline unsigned atomicMax(unsigned* address, unsigned value) {
     while (old < value && !a.compare_exchange_weak(old, value)) {}
     return old;
 }
+inline unsigned long long atomicMax(unsigned long long* address, unsigned long long value) {
+    std::atomic_ref<unsigned long long> a(*address);
+    unsigned long long old = a.load();
+    while (old < value && !a.compare_exchange_weak(old, value)) {}
+    return old;
+}
 
 namespace qdq::cuda {
 

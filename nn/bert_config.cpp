@@ -49,8 +49,12 @@ BertConfig bert_config_from_json(const nlohmann::json& j, const std::string& sou
     }
 
     if (c.hidden_act != "gelu") f.fail("hidden_act", "is '" + c.hidden_act + "'; only \"gelu\" (erf form) is supported");
-    if (j.contains("position_embedding_type") && j.at("position_embedding_type") != "absolute")
-        f.fail("position_embedding_type", "must be \"absolute\"");
+    // Compared as a string: GCC 12 warns (-Warray-bounds, falsely) on json's own == with a literal.
+    if (j.contains("position_embedding_type")) {
+        const nlohmann::json& type = j.at("position_embedding_type");
+        if (!type.is_string() || type.get_ref<const std::string&>() != "absolute")
+            f.fail("position_embedding_type", "must be \"absolute\"");
+    }
     for (auto [key, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
                           {"num_hidden_layers", c.num_hidden_layers},
                           {"num_attention_heads", c.num_attention_heads},

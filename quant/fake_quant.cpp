@@ -136,14 +136,11 @@ double learned_range_factor(const QuantParams& p, const AxisSplit& split, float 
     return p.learn_step_size ? 1.0 / (std::sqrt((double)(split.outer * split.inner) * bound) * bound) : 1.0;
 }
 
-// The forward pass on the device (cuda/kernels/fake_quant.cuh), the ranges checked on the CPU
-// first: fake-quantized values, or with `codes` the integer codes.
+// The forward pass on the device (cuda/kernels/fake_quant.cuh): fake-quantized values, or with
+// `codes` the integer codes. The ranges are checked there too, and a bad one is the error of
+// the next read from the device (cuda::check_ranges), not a wait on every call.
 Tensor fake_quant_values_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split, bool codes) {
-    const std::vector<float> ranges = amax.to_vector();
-    for (size_t c = 0; c < ranges.size(); ++c)
-        check(std::isfinite(ranges[c]) && ranges[c] >= 0.0f,
-              "fake_quant: amax[" + std::to_string(c) + "] = " + std::to_string(ranges[c]) +
-                  ": amax must be finite and >= 0 (NaN: not calibrated)");
+    cuda::check_ranges(amax.f32(), amax.numel());  // reported by the next read from the device
     Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
     cuda::fake_quant_forward(y.f32(), x.f32(), amax.f32(), quant_bound(p), quant_min(p), split.n, split.inner, x.numel(),
                              p.learn_amax, codes);

@@ -221,3 +221,58 @@ TEST(Cuda, LossesAverageTheirRowsOnTheDevice) {
     const float cpu_kl = softmax_kl_div(logits, teacher, 2.0f).item();
     EXPECT_NEAR(kl.to(Device::CPU).item(), cpu_kl, 1e-6f * std::fabs(cpu_kl));
 }
+
+// The losses' backward reads its gradient where it lies, on the device, and backward() seeds it
+// there: a loss's backward waits for the device not at all. A seed of 2 doubles the CPU's
+// gradient, so a kernel that took the scale from anywhere but the seed would fail.
+TEST(Cuda, LossesBackwardWithoutWaitingForTheDevice) {
+    REQUIRE_CUDA_DEVICE();
+    const Tensor logits = random_tensor({37, 11}, 65, -5.0f, 5.0f), teacher = random_tensor({37, 11}, 66, -5.0f, 5.0f);
+    std::vector<int32_t> label_values(37);
+    for (int32_t r = 0; r < 37; ++r) label_values[(size_t)r] = r % 7 == 0 ? -100 : r % 11;
+    const Tensor labels = from_ints({37}, label_values);
+    const Tensor cpu_leaf = logits.clone().set_requires_grad(), device_leaf = logits.to(Device::CUDA).set_requires_grad();
+    backward(cross_entropy(cpu_leaf, labels));
+    const Tensor device_loss = cross_entropy(device_leaf, labels);
+    int64_t waits = cuda::host_waits();
+    backward(device_loss);
+    EXPECT_EQ(cuda::host_waits() - waits, 0);
+    expect_close(device_leaf.grad().to(Device::CPU), cpu_leaf.grad(), 1e-7f, 2e-5f, "cross-entropy");
+
+    const Tensor cpu_student = logits.clone().set_requires_grad(), student = logits.to(Device::CUDA).set_requires_grad();
+    backward(softmax_kl_div(cpu_student, teacher, 2.0f), full({}, 2.0f));
+    const Tensor device_kl = softmax_kl_div(student, teacher.to(Device::CUDA), 2.0f), seed = full({}, 2.0f, Device::CUDA);
+    waits = cuda::host_waits();
+    backward(device_kl, seed);
+    EXPECT_EQ(cuda::host_waits() - waits, 0);
+    expect_close(student.grad().to(Device::CPU), cpu_student.grad(), 1e-7f, 2e-5f, "distillation KL, seed 2");
+}
+
+// Fake quantization checks its ranges on the device: good ranges cost no wait, and a bad one
+// (channel 1 negative, channel 2 NaN) is the error of the next read from the device, with the CPU
+// op's words. Once reported it is gone, and the device reads again.
+TEST(Cuda, FakeQuantChecksItsRangesWithoutWaiting) {
+    REQUIRE_CUDA_DEVICE();
+    const Tensor x = random_tensor({4, 5}, 67, -2.0f, 2.0f).to(Device::CUDA).set_requires_grad();
+    const QuantParams per_channel{.num_bits = 8, .axis = 0};
+    const Tensor good = from_vector({4}, {1.0f, 2.0f, 0.0f, 0.5f}).to(Device::CUDA);
+    int64_t waits = cuda::host_waits();
+    const Tensor y = fake_quant(x, good, per_channel);
+    backward(y, full({4, 5}, 1.0f, Device::CUDA));
+    EXPECT_EQ(cuda::host_waits() - waits, 0);
+    EXPECT_NO_THROW(y.to(Device::CPU));
+
+    const Tensor bad = from_vector({4}, {1.0f, -1.0f, NAN, 0.5f}).to(Device::CUDA);
+    waits = cuda::host_waits();
+    const Tensor unused = fake_quant(x.detach(), bad, per_channel);
+    EXPECT_EQ(cuda::host_waits() - waits, 0);
+    try {
+        x.detach().to(Device::CPU);
+        FAIL() << "a NaN range was not reported";
+    } catch (const std::runtime_error& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("amax[1] = -1.000000"), std::string::npos) << message;  // the first bad channel
+        EXPECT_NE(message.find("not calibrated"), std::string::npos) << message;
+    }
+    EXPECT_NO_THROW(x.detach().to(Device::CPU));
+}

@@ -249,7 +249,9 @@ TEST(CudaKernelsOnHost, CrossEntropyRowsMatchTheCpuOp) {
             const std::string what = std::to_string(C) + " / " + std::to_string(block);
             EXPECT_NEAR(total / 4.0, loss.item(), 2e-6 * std::max(1.0, std::fabs((double)loss.item()))) << what;
             EXPECT_EQ(losses[2], 0.0f);
-            cuda::cross_entropy_backward(dx.data(), x.data(), row_max.data(), log_sum.data(), labels.data(), -100, 0.25f, rows, C, block);
+            const float upstream = 1.0f;  // the loss's gradient, over the 4 rows counted
+            cuda::cross_entropy_backward(dx.data(), x.data(), row_max.data(), log_sum.data(), labels.data(), -100, &upstream, 4.0f,
+                                         rows, C, block);
             expect_close(dx, xt.grad().to_vector(), 1e-7f, 2e-5f, "dx " + what);
         }
 }

@@ -142,8 +142,13 @@ void softmax_kl_div_backward(float* dx, const float* x, const float* t, const Lo
     }
 }
 
+// The loss's gradient where the device kernels read it: already there unless a caller seeded
+// the backward from the host.
+Tensor on_device(const Tensor& gy) { return gy.is_cuda() ? gy : gy.to(Device::CUDA); }
+
 // The device path (cuda/kernels/cross_entropy.cuh): row losses on the GPU and their mean there,
-// in double and row order as on the CPU; the loss is a scalar on the GPU, read by no one here.
+// in double and row order as on the CPU; the loss is a scalar on the GPU, read by no one here,
+// and its gradient is read by the backward kernel, not by the host.
 Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& labels, int32_t ignore_index, int64_t count) {
     const int64_t rows = logits.size(0), C = logits.size(1);
     const Tensor device_labels = labels.to(Device::CUDA);
@@ -155,9 +160,8 @@ Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& labels, int32_t ig
     cuda::mean_of_rows(loss.f32(), losses.f32(), rows, count);
     if (needs_grad({logits}))
         record(loss, {logits}, [logits, device_labels, row_max, log_sum, ignore_index, rows, C, count](const Tensor& gy) {
-            const float scale = count ? gy.item() / (float)count : 0.0f;
             cuda::cross_entropy_rows_backward(logits.grad_buffer().f32(), logits.f32(), row_max.f32(), log_sum.f32(),
-                                              device_labels.i32(), ignore_index, scale, rows, C);
+                                              device_labels.i32(), ignore_index, on_device(gy).f32(), (float)count, rows, C);
         });
     return loss;
 }
@@ -172,9 +176,8 @@ Tensor softmax_kl_div_cuda(const Tensor& student, const Tensor& teacher, float i
     cuda::mean_of_rows(loss.f32(), losses.f32(), rows, rows);
     if (needs_grad({student}))
         record(loss, {student}, [student, teacher, stats, inv_t, rows, C](const Tensor& gy) {
-            const float scale = rows ? gy.item() * inv_t / (float)rows : 0.0f;
-            cuda::kl_div_rows_backward(student.grad_buffer().f32(), student.f32(), teacher.f32(), stats.f32(), inv_t, scale,
-                                       rows, C);
+            cuda::kl_div_rows_backward(student.grad_buffer().f32(), student.f32(), teacher.f32(), stats.f32(), inv_t,
+                                       on_device(gy).f32(), (float)rows, rows, C);
         });
     return loss;
 }

@@ -128,8 +128,11 @@ int64_t host_waits() { return host_wait_count; }
 
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;
-    DeviceMemoryAccess access;
-    std::memmove(dst, src, bytes);
+    {
+        DeviceMemoryAccess access;
+        std::memmove(dst, src, bytes);
+    }
+    if (src_on_device && !dst_on_device) report_range_fault();
 }
 
 }  // namespace qdq::cuda

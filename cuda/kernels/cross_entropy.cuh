@@ -4,7 +4,8 @@
 //   loss_r = (m − x[label]) + s,   dx_r += scale·(softmax(x_r) − onehot(label_r)),
 // ignored rows (label == ignore_index) give 0 and no gradient. The mean over the rows not
 // ignored is summed in double in row order, as on the CPU, by one thread (rows_mean), and stays
-// on the device as the loss.
+// on the device as the loss. The backward's scale is (g·times)/over with g the loss's gradient,
+// read where it lies on the device (upstream), in the CPU's order of operations.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,11 @@ static __device__ void row_lse(float* m_out, float* s_out, const float* row, flo
     for (int64_t j = threadIdx.x; j < C; j += blockDim.x) sum += expf((row[j] - m) * inv_t);
     *m_out = m;
     *s_out = logf(block_reduce(sum, SumOp{}, 0.0f));
+}
+
+// The backward's factor (g·times)/over, 0 when over is 0 (no row counted).
+static __device__ float upstream_scale(const float* upstream, float times, float over) {
+    return over != 0.0f ? (*upstream * times) / over : 0.0f;
 }
 
 static __global__ void cross_entropy_forward_rows(float* losses, float* row_max, float* log_sum, const float* x,
@@ -42,9 +48,11 @@ static __global__ void cross_entropy_forward_rows(float* losses, float* row_max,
 }
 
 static __global__ void cross_entropy_backward_rows(float* dx, const float* x, const float* row_max, const float* log_sum,
-                                                   const int32_t* labels, int32_t ignore_index, float scale, int64_t C) {
+                                                   const int32_t* labels, int32_t ignore_index, const float* upstream,
+                                                   float over, int64_t C) {
     const int64_t r = blockIdx.x;
     if (labels[r] == ignore_index) return;
+    const float scale = upstream_scale(upstream, 1.0f, over);
     const float *xr = x + r * C;
     float* dxr = dx + r * C;
     for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
@@ -74,8 +82,9 @@ static __global__ void kl_div_forward_rows(float* losses, float* stats, const fl
 }
 
 static __global__ void kl_div_backward_rows(float* dx, const float* x, const float* t, const float* stats, float inv_t,
-                                            float scale, int64_t C) {
+                                            const float* upstream, float over, int64_t C) {
     const int64_t r = blockIdx.x;
+    const float scale = upstream_scale(upstream, inv_t, over);
     const float *xr = x + r * C, *tr = t + r * C, *sr = stats + 4 * r;
     float* dxr = dx + r * C;
     for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
@@ -117,10 +126,10 @@ inline void kl_div_forward(float* losses, float* stats, const float* x, const fl
     if (rows > 0) launch(kl_div_forward_rows, dim3((unsigned)rows), dim3(block), losses, stats, x, t, inv_t, C);
 }
 
-inline void kl_div_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t, float scale,
-                            int64_t rows, int64_t C, unsigned block = 128) {
+inline void kl_div_backward(float* dx, const float* x, const float* t, const float* stats, float inv_t,
+                            const float* upstream, float over, int64_t rows, int64_t C, unsigned block = 128) {
     check_row_block(block, "kl_div_backward");
-    if (rows > 0) launch(kl_div_backward_rows, dim3((unsigned)rows), dim3(block), dx, x, t, stats, inv_t, scale, C);
+    if (rows > 0) launch(kl_div_backward_rows, dim3((unsigned)rows), dim3(block), dx, x, t, stats, inv_t, upstream, over, C);
 }
 
 // mean = Σ losses / count, summed in double in row order by one thread: the CPU's value to the
@@ -143,11 +152,12 @@ inline void cross_entropy_forward(float* losses, float* row_max, float* log_sum,
 }
 
 inline void cross_entropy_backward(float* dx, const float* x, const float* row_max, const float* log_sum,
-                                   const int32_t* labels, int32_t ignore_index, float scale, int64_t rows, int64_t C,
-                                   unsigned block = 128) {
+                                   const int32_t* labels, int32_t ignore_index, const float* upstream, float over,
+                                   int64_t rows, int64_t C, unsigned block = 128) {
     check_row_block(block, "cross_entropy_backward");
     if (rows > 0)
-        launch(cross_entropy_backward_rows, dim3((unsigned)rows), dim3(block), dx, x, row_max, log_sum, labels, ignore_index, scale, C);
+        launch(cross_entropy_backward_rows, dim3((unsigned)rows), dim3(block), dx, x, row_max, log_sum, labels, ignore_index,
+               upstream, over, C);
 }
 
 }  // namespace qdq::cuda

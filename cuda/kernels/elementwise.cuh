@@ -18,6 +18,13 @@ struct AddOp {
     __host__ __device__ void operator()(int64_t i) const { out[i] = a[i] + b[i]; }
 };
 
+// y[i] = value
+struct FillOp {
+    float* y;
+    float value;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = value; }
+};
+
 __host__ __device__ inline float normal_cdf(float x) { return 0.5f * erfcf(-x * 0.707106781f); }
 
 // y[i] = x[i] + s

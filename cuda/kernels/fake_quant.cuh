@@ -15,6 +15,18 @@
 
 namespace qdq::cuda {
 
+// The first channel whose range fake quantization cannot use (NaN, infinite or negative), kept
+// inverted, ~((channel << 32) | the range's bits), so that a word zeroed on the device means no
+// fault and atomicMax keeps the smallest channel with its value.
+struct RangeCheckOp {
+    const float* amax;
+    unsigned long long* fault;
+    __host__ __device__ void operator()(int64_t c) const {
+        const float a = amax[c];
+        if (!(a >= 0.0f && a < INFINITY)) atomicMax(fault, ~(((unsigned long long)c << 32) | float_bits(a)));
+    }
+};
+
 struct FakeQuantForwardOp {
     float* y;
     const float* x;
