@@ -1,7 +1,7 @@
 // Fake quantization's ranges checked on the device (RangeCheckOp, cuda/kernels/fake_quant.cuh)
 // instead of read back on every call: a check records the first bad range in a device word,
 // and the next read from the device (copy, to the host) reports it. A QAT step would otherwise
-// wait for the device once per quantizer, about 190 times at BERT-base.
+// wait for the device once per quantizer, 240 times at BERT-base (20 a layer).
 #include <atomic>
 #include <mutex>
 #include <stdexcept>

@@ -18,6 +18,7 @@
 #include "io/safetensors.h"
 #include "nn/heads.h"
 #include "nn/state_dict.h"
+#include "optim/clip_grad.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/metrics_records.h"
 #include "tests/support/temp_dir.h"
@@ -237,4 +238,37 @@ TEST(TrainingStepOnDevice, SequenceClassificationMatchesPyTorch) {
 TEST(TrainingStepOnDevice, MaskedLMMatchesPyTorch) {
     if (!has_device()) GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
     expect_steps_match_pytorch<BertForMaskedLM>("mlm", false);
+}
+
+// What a device step waits for, counted on its second step (the first leaves the softmax's
+// mask offsets on the device): the backward reads nothing back, and the clipping reads every
+// gradient's sum of squares in one copy, so neither grows with the model's depth.
+template <typename Model>
+void expect_backward_and_clipping_wait_once(const std::string& head) {
+    Tensors e = load_tensors("step_" + head + ".expected.safetensors");
+    const BertConfig model_config = load_bert_config(kDir + "config.json");
+    TempDir dir;
+    FixtureTask<Model> task(model_config, e, step_config(model_config, dir, false));
+    task.model().train();
+    std::vector<Tensor> params;
+    for (const NamedTensor& p : task.model().named_parameters()) params.push_back(p.tensor);
+    for (int step = 1; step <= 2; ++step) {
+        const Tensor loss = task.train_loss({0, 1, 2, 3}, task.dropout_rng());
+        const int64_t before = cuda::host_waits();
+        backward(loss);
+        const int64_t after_backward = cuda::host_waits();
+        clip_grad_norm(params, 1.0);
+        if (step == 2) {
+            EXPECT_EQ(after_backward - before, 0) << head << ": the backward's waits";
+            EXPECT_EQ(cuda::host_waits() - after_backward, 1) << head << ": the clipping's waits";
+        }
+        for (Tensor& p : params) p.zero_grad();
+    }
+}
+
+TEST(TrainingStepOnDevice, BackwardAndClippingWaitForTheDeviceOnce) {
+    if (!has_device()) GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
+    expect_backward_and_clipping_wait_once<BertForSequenceClassification>("seqcls");
+    expect_backward_and_clipping_wait_once<BertForQuestionAnswering>("qa");
+    expect_backward_and_clipping_wait_once<BertForMaskedLM>("mlm");
 }

@@ -21,7 +21,7 @@ namespace qdq::cuda {
 struct RangeCheckOp {
     const float* amax;
     unsigned long long* fault;
-    __host__ __device__ void operator()(int64_t c) const {
+    __device__ void operator()(int64_t c) const {
         const float a = amax[c];
         if (!(a >= 0.0f && a < INFINITY)) atomicMax(fault, ~(((unsigned long long)c << 32) | float_bits(a)));
     }
