@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "report/number_text.h"
+#include "report/text_append.h"
 #include "report/svg_plot.h"
 
 namespace qdq {
@@ -62,24 +63,25 @@ std::string quantizers_section(const std::string& out_dir, const CalibrationResu
     for (const CalibratedMethod& m : r.methods) {
         columns.push_back(m.name);
         const std::string& c = columns.back();
-        md += " " + (c.starts_with("percentile-") ? "p" + c.substr(11) : c) + " |";
+        const bool percentile = c.starts_with("percentile-");  // shown as p99.9
+        append(md, {percentile ? " p" : " ", std::string_view(c).substr(percentile ? 11 : 0), " |"});
     }
     md += " clipped | SQNR dB | max ÷ p99.99 |\n|---|";
     for (size_t i = 0; i < columns.size() + 3; ++i) md += "---:|";
     md += "\n";
     for (const QuantizerStats& q : r.quantizers) {
         if (q.weight) {
-            md += "| `" + q.name + "` | " + general(q.weight->amax_max) + " (max row) |";
+            append(md, {"| `", q.name, "` | ", general(q.weight->amax_max), " (max row) |"});
             for (size_t i = 1; i < columns.size(); ++i) md += " |";
-            md += " " + general(q.weight->clipped_fraction) + " | " + fixed(q.weight->sqnr_db, 1) + " | |\n";
+            append(md, {" ", general(q.weight->clipped_fraction), " | ", fixed(q.weight->sqnr_db, 1), " | |\n"});
             continue;
         }
         if (q.methods.empty()) continue;
-        md += "| `" + q.name + "` |";
-        for (const std::string& c : columns) md += " " + general(range_by(q, c).amax) + " |";
+        append(md, {"| `", q.name, "` |"});
+        for (const std::string& c : columns) append(md, {" ", general(range_by(q, c).amax), " |"});
         const MethodRangeStats& b = range_by(q, best);
         const std::optional<double> ratio = outlier_ratio(q);
-        md += " " + general(b.clipped_fraction) + " | " + fixed(b.sqnr_db, 1) + " | " + (ratio ? fixed(*ratio, 1) : "") + " |\n";
+        append(md, {" ", general(b.clipped_fraction), " | ", fixed(b.sqnr_db, 1), " | ", ratio ? fixed(*ratio, 1) : "", " |\n"});
 
         if (!q.histogram) throw std::runtime_error(q.name + ": ranges by method without a histogram");
         std::vector<double> counts(q.histogram->counts.begin(), q.histogram->counts.end());

@@ -8,6 +8,7 @@
 #include "report/number_text.h"
 #include "report/pipeline_rows.h"
 #include "report/svg_plot.h"
+#include "report/text_append.h"
 #include "report/training_curves.h"
 
 namespace qdq {
@@ -142,13 +143,15 @@ void write_pipeline_report(const RunConfig& config, const PipelineResults& resul
     std::vector<std::string> labels;
     std::vector<double> values;
     for (const PipelineRow& row : pipeline_rows(results)) {
-        md += "| " + row_label(row) + " |";
+        append(md, {"| ", row_label(row), " |"});
         for (const std::string& m : metrics) {
             const double v = row.metrics.percent(m), base = results.fp32.percent(m);
-            md += " " + fixed(v, 2) + " | " + (row.model == "FP32" ? "" : (v >= base ? "+" : "") + fixed(v - base, 2)) + " |";
+            std::string change;
+            if (row.model != "FP32") append(change, {v >= base ? "+" : "", fixed(v - base, 2)});
+            append(md, {" ", fixed(v, 2), " | ", change, " |"});
         }
-        md += " " + (row.latency_ms ? fixed(*row.latency_ms, 1) : std::string()) + " | " +
-              (row.ms_per_example ? fixed(*row.ms_per_example, 2) : std::string()) + " |\n";
+        append(md, {" ", row.latency_ms ? fixed(*row.latency_ms, 1) : "", " | ",
+                    row.ms_per_example ? fixed(*row.ms_per_example, 2) : "", " |\n"});
         labels.push_back(row_label(row));
         values.push_back(row.metrics.percent(metrics.back()));
     }

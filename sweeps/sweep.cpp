@@ -19,6 +19,7 @@
 #include "autograd/rng.h"
 #include "json/json_fields.h"
 #include "json/json_file.h"
+#include "report/text_append.h"
 #include "trainers/run_config.h"
 
 extern char** environ;
@@ -265,7 +266,7 @@ std::string slurm_script(const Sweep& sweep, const std::string& binary, int rank
         const SweepRun& run = sweep.runs[i];
         s += "  " + std::to_string(i) + ") dir=" + shell_quote(run.dir) + "; args=(";
         std::vector<std::string> args = run_arguments(sweep, run);
-        for (size_t k = 0; k < args.size(); ++k) s += (k ? " " : "") + shell_quote(args[k]);
+        for (size_t k = 0; k < args.size(); ++k) append(s, {k ? " " : "", shell_quote(args[k])});
         s += ") ;;\n";
     }
     s += "  *) echo \"no run $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";

@@ -13,6 +13,7 @@
 #include "report/pipeline_report.h"
 #include "report/pipeline_rows.h"
 #include "report/svg_plot.h"
+#include "report/text_append.h"
 #include "report/training_curves.h"
 #include "results/pipeline_results.h"
 #include "trainers/run_config.h"
@@ -34,7 +35,8 @@ std::string mean_std(const std::vector<double>& xs, int digits, bool sign = fals
     if (xs.empty()) return "";
     double mean = 0;
     for (double x : xs) mean += x / (double)xs.size();
-    std::string out = (sign && mean >= 0 ? "+" : "") + fixed(mean, digits);
+    std::string out;
+    append(out, {sign && mean >= 0 ? "+" : "", fixed(mean, digits)});
     if (xs.size() < 2) return out;
     double ss = 0;
     for (double x : xs) ss += (x - mean) * (x - mean);
@@ -205,10 +207,10 @@ std::string stage_table(const Sweep& sweep, const nlohmann::json& key, const std
             for (size_t i = 0; i < r.from.size(); ++i) model += (i ? ", " : "") + r.from[i];
             model += ")";
         }
-        md += "| " + model + " |";
+        append(md, {"| ", model, " |"});
         for (size_t m = 0; m < metrics.size(); ++m)
-            md += " " + mean_std(r.value[m], 2) + " | " + (r.model == "FP32" ? "" : mean_std(r.change[m], 2, true)) + " |";
-        md += " " + mean_std(r.latency_ms, 1) + " | " + mean_std(r.ms_per_example, 2) + " |\n";
+            append(md, {" ", mean_std(r.value[m], 2), " | ", r.model == "FP32" ? "" : mean_std(r.change[m], 2, true), " |"});
+        append(md, {" ", mean_std(r.latency_ms, 1), " | ", mean_std(r.ms_per_example, 2), " |\n"});
         labels.push_back(model);
         values.push_back(mean(r.value.back()));
     }
@@ -282,7 +284,7 @@ std::string sweep_table(const Sweep& sweep, const nlohmann::json& results) {
     std::string table = header + "\n" + rule + "\n";
     for (const nlohmann::json& row : results) {
         std::string line = "| " + row["run"].get<std::string>() + " |";
-        for (const std::string& k : keys) line += " " + (row["values"].contains(k) ? format_cell(row["values"][k]) : "") + " |";
+        for (const std::string& k : keys) append(line, {" ", row["values"].contains(k) ? format_cell(row["values"][k]) : "", " |"});
         for (const std::string& m : metrics) {
             std::string cell = "(no result)";
             if (row["metrics"].is_object()) cell = row["metrics"].contains(m) ? format_cell(row["metrics"][m]) : "";
