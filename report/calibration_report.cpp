@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "report/number_text.h"
-#include "report/text_append.h"
 #include "report/svg_plot.h"
+#include "report/text_append.h"
 
 namespace qdq {
 
