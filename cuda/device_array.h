@@ -1,5 +1,6 @@
-// A device copy of a host array, freed with it: the scratch buffers (counters, maxima as bits,
-// 64-bit counts) that the backend's kernels take besides tensors.
+// A device copy of a host array, or uninitialised device memory, freed with it: the scratch
+// buffers (counters, maxima as bits, 64-bit counts, partial sums) that the backend's kernels
+// take besides tensors.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,10 @@
 
 namespace qdq::cuda {
 
+// DeviceArray's tag for memory that a kernel fills before anything reads it: no copy from the
+// host, so no wait for the device.
+struct Uninitialized {};
+
 template <typename T>
 struct DeviceArray {
     T* ptr = nullptr;
@@ -17,6 +22,7 @@ struct DeviceArray {
         ptr = static_cast<T*>(device_alloc(n * sizeof(T)));
         copy(ptr, true, host.data(), false, n * sizeof(T));
     }
+    DeviceArray(size_t count, Uninitialized) : n(count) { ptr = static_cast<T*>(device_alloc(n * sizeof(T))); }
     ~DeviceArray() { device_free(ptr); }
     DeviceArray(const DeviceArray&) = delete;
     DeviceArray& operator=(const DeviceArray&) = delete;

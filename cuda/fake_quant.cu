@@ -1,7 +1,5 @@
 // Fake quantization's entry points (cuda/kernels/fake_quant.cuh) over device pointers; a learned
-// range's gradient sums its blocks' partials on the host, in a fixed order.
-#include <vector>
-
+// range's gradient sums its blocks' partials on the device, in a fixed order, without a wait.
 #include "cuda/backend.h"
 #include "cuda/device_array.h"
 #include "cuda/kernels/fake_quant.cuh"
@@ -23,17 +21,9 @@ void learned_range_backward(float* damax, const float* dy, const float* x, const
     const int64_t per_channel = n / C;
     const unsigned block = 256, per_block = (unsigned)((per_channel + block - 1) / block);
     const unsigned blocks_per_channel = per_block < 1 ? 1 : per_block < 64 ? per_block : 64;
-    DeviceArray<double> partial(std::vector<double>((size_t)(C * blocks_per_channel)));
+    DeviceArray<double> partial((size_t)(C * blocks_per_channel), Uninitialized{});
     learned_range_sums(partial.ptr, dy, x, amax, bound, lo, rule, C, inner, per_channel, blocks_per_channel, block);
-    const std::vector<double> sums = partial.host();
-    std::vector<float> increments((size_t)C);
-    for (int64_t c = 0; c < C; ++c) {
-        double sum = 0;
-        for (unsigned b = 0; b < blocks_per_channel; ++b) sum += sums[(size_t)(c * blocks_per_channel + b)];
-        increments[(size_t)c] = (float)(sum * factor);
-    }
-    DeviceArray<float> added(increments);
-    add(damax, damax, added.ptr, C);
+    for_each(C, LearnedRangeAddOp{damax, partial.ptr, blocks_per_channel, factor});
 }
 
 }  // namespace qdq::cuda

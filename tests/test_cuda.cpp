@@ -130,7 +130,8 @@ TEST(Cuda, FakeQuantDispatchByDevice) {
 
 // Learned ranges on the device: PACT (per tensor) and LSQ (per tensor and per channel, 4 bits,
 // so that many values clip): the values and the input's gradient equal the CPU op's bit for bit,
-// amax's gradient (a sum in double over a different order) to float rounding.
+// amax's gradient (a sum in double over a different order) to float rounding; the forward and
+// the backward never wait for the device (the range's partial sums are added there).
 TEST(Cuda, PactAndLsqLearnRangesOnTheDeviceAsOnTheCpu) {
     REQUIRE_CUDA_DEVICE();
     Tensor x = random_tensor({4, 333}, 42, -2.0f, 2.0f), grad = random_tensor({4, 333}, 43);
@@ -140,14 +141,19 @@ TEST(Cuda, PactAndLsqLearnRangesOnTheDeviceAsOnTheCpu) {
         params.learn_step_size = rule > 0;
         if (rule == 2) params.axis = 0;
         Tensor amax = rule == 2 ? from_vector({4}, {0.5f, 1.0f, 2.0f, 0.25f}) : from_vector({1}, {1.5f});
+        int64_t waits = 0;
         auto run = [&](Device device) {
             Tensor leaf = x.to(device).set_requires_grad(), range = amax.to(device).set_requires_grad();
+            const Tensor upstream = grad.to(device);
+            const int64_t waits_before = cuda::host_waits();
             Tensor y = fake_quant(leaf, range, params);
-            backward(y, grad.to(device));
+            backward(y, upstream);
+            waits = cuda::host_waits() - waits_before;
             return std::vector<Tensor>{y.detach().to(Device::CPU), leaf.grad().to(Device::CPU), range.grad().to(Device::CPU)};
         };
         const std::vector<Tensor> cpu = run(Device::CPU), gpu = run(Device::CUDA);
         const char* what[] = {"PACT", "LSQ per tensor", "LSQ per channel"};
+        EXPECT_EQ(waits, 0) << what[rule];
         EXPECT_EQ(gpu[0].to_vector(), cpu[0].to_vector()) << what[rule];
         EXPECT_EQ(gpu[1].to_vector(), cpu[1].to_vector()) << what[rule];
         expect_close(gpu[2], cpu[2], 1e-6f, 1e-7f, what[rule]);

@@ -64,7 +64,7 @@ struct FakeQuantBackwardOp {
 };
 
 // partial[c·blocks_per_channel + b] = Σ dy·term over block b's share of channel c's elements
-// (pact_amax_term or lsq_step_term), in double; the caller adds each channel's partials in order.
+// (pact_amax_term or lsq_step_term), in double; LearnedRangeAddOp adds each channel's partials.
 static __global__ void learned_range_partials(double* partial, const float* dy, const float* x, const float* amax,
                                               float bound, float lo, int rule, int64_t C, int64_t inner,
                                               int64_t per_channel, unsigned blocks_per_channel) {
@@ -79,6 +79,20 @@ static __global__ void learned_range_partials(double* partial, const float* dy, 
     sum = block_reduce(sum, SumOp{}, 0.0);
     if (threadIdx.x == 0) partial[blockIdx.x] = sum;
 }
+
+// damax[c] += Σ_b partial[c·blocks_per_channel + b] · factor: one thread per channel adds its
+// partials in order, in double, so the sum does not depend on the scheduling of the blocks.
+struct LearnedRangeAddOp {
+    float* damax;
+    const double* partial;
+    unsigned blocks_per_channel;
+    double factor;
+    __host__ __device__ void operator()(int64_t c) const {
+        double sum = 0;
+        for (unsigned b = 0; b < blocks_per_channel; ++b) sum += partial[c * blocks_per_channel + b];
+        damax[c] += (float)(sum * factor);
+    }
+};
 
 inline void learned_range_sums(double* partial, const float* dy, const float* x, const float* amax, float bound,
                                float lo, int rule, int64_t C, int64_t inner, int64_t per_channel,
