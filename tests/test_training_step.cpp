@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 
+#include "autograd/matmul_precision.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
 #include "io/safetensors.h"
@@ -242,9 +243,10 @@ TEST(TrainingStepOnDevice, MaskedLMMatchesPyTorch) {
 
 // What a device step waits for, counted on its second step (the first leaves the softmax's
 // mask offsets on the device): the backward reads nothing back, and the clipping reads every
-// gradient's sum of squares in one copy, so neither grows with the model's depth.
+// gradient's sum of squares in one copy, so neither grows with the model's depth. The same
+// with bf16 products, whose operands are rounded on the device.
 template <typename Model>
-void expect_backward_and_clipping_wait_once(const std::string& head) {
+void expect_backward_and_clipping_wait_once(const std::string& head, MatmulPrecision precision) {
     Tensors e = load_tensors("step_" + head + ".expected.safetensors");
     const BertConfig model_config = load_bert_config(kDir + "config.json");
     TempDir dir;
@@ -252,6 +254,8 @@ void expect_backward_and_clipping_wait_once(const std::string& head) {
     task.model().train();
     std::vector<Tensor> params;
     for (const NamedTensor& p : task.model().named_parameters()) params.push_back(p.tensor);
+    const MatmulPrecisionGuard products(precision);
+    const std::string what = head + (precision == MatmulPrecision::BF16 ? " in bf16" : "");
     for (int step = 1; step <= 2; ++step) {
         const Tensor loss = task.train_loss({0, 1, 2, 3}, task.dropout_rng());
         const int64_t before = cuda::host_waits();
@@ -259,8 +263,8 @@ void expect_backward_and_clipping_wait_once(const std::string& head) {
         const int64_t after_backward = cuda::host_waits();
         clip_grad_norm(params, 1.0);
         if (step == 2) {
-            EXPECT_EQ(after_backward - before, 0) << head << ": the backward's waits";
-            EXPECT_EQ(cuda::host_waits() - after_backward, 1) << head << ": the clipping's waits";
+            EXPECT_EQ(after_backward - before, 0) << what << ": the backward's waits";
+            EXPECT_EQ(cuda::host_waits() - after_backward, 1) << what << ": the clipping's waits";
         }
         for (Tensor& p : params) p.zero_grad();
     }
@@ -268,7 +272,9 @@ void expect_backward_and_clipping_wait_once(const std::string& head) {
 
 TEST(TrainingStepOnDevice, BackwardAndClippingWaitForTheDeviceOnce) {
     if (!has_device()) GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
-    expect_backward_and_clipping_wait_once<BertForSequenceClassification>("seqcls");
-    expect_backward_and_clipping_wait_once<BertForQuestionAnswering>("qa");
-    expect_backward_and_clipping_wait_once<BertForMaskedLM>("mlm");
+    for (MatmulPrecision precision : {MatmulPrecision::F32, MatmulPrecision::BF16}) {
+        expect_backward_and_clipping_wait_once<BertForSequenceClassification>("seqcls", precision);
+        expect_backward_and_clipping_wait_once<BertForQuestionAnswering>("qa", precision);
+        expect_backward_and_clipping_wait_once<BertForMaskedLM>("mlm", precision);
+    }
 }

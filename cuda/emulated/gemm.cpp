@@ -14,13 +14,15 @@ namespace qdq::cuda {
 namespace {
 
 // A stored matrix of `rows` rows of `cols` used values, `ld` apart, rounded to bf16 by
-// to_bf16 and widened back to floats on the host, in the same layout.
+// to_bf16 and widened back to floats on the host, in the same layout. Read in place, not
+// copied: cuBLAS reads its operands on the device, so host_waits() counts nothing here either.
 std::vector<float> bf16_operand(const float* x, int64_t rows, int64_t cols, int64_t ld) {
     const int64_t n = rows > 0 && cols > 0 ? (rows - 1) * ld + cols : 0;
-    DeviceArray<uint16_t> bits(std::vector<uint16_t>((size_t)n));
+    DeviceArray<uint16_t> bits((size_t)n, Uninitialized{});
     to_bf16(bits.ptr, x, n);
-    std::vector<float> widened;
-    for (uint16_t b : bits.host()) widened.push_back(float_of_bits((uint32_t)b << 16));
+    DeviceMemoryAccess access;
+    std::vector<float> widened((size_t)n);
+    for (int64_t i = 0; i < n; ++i) widened[(size_t)i] = float_of_bits((uint32_t)bits.ptr[i] << 16);
     return widened;
 }
 
