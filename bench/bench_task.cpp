@@ -28,19 +28,28 @@ std::string random_words(int count, Rng& rng) {
     std::string s;
     for (int i = 0; i < count; ++i) {
         if (i) s += ' ';
-        s += "w" + std::to_string(kFirstWord + (int)(rng.next_u64() % (kVocab - kFirstWord)));
+        s += 'w';
+        s += std::to_string(kFirstWord + (int)(rng.next_u64() % (kVocab - kFirstWord)));
     }
     return s;
 }
 
 void write_files(const fs::path& dir) {
     std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
-    for (int i = kFirstWord; i < kVocab; ++i) vocab += "w" + std::to_string(i) + "\n";
+    for (int i = kFirstWord; i < kVocab; ++i) {
+        vocab += 'w';
+        vocab += std::to_string(i);
+        vocab += '\n';
+    }
     write_file(dir / "vocab.txt", vocab);
     Rng rng(5);
     std::string rows = "sentence\tlabel\n";
-    for (int64_t i = 0; i < kBatch; ++i)
-        rows += random_words((int)(kSeq - 16 * (i % 4) - 2), rng) + "\t" + std::to_string(i % 2) + "\n";
+    for (int64_t i = 0; i < kBatch; ++i) {
+        rows += random_words((int)(kSeq - 16 * (i % 4) - 2), rng);
+        rows += '\t';
+        rows += std::to_string(i % 2);
+        rows += '\n';
+    }
     write_file(dir / "train.tsv", rows);
     // One document of exactly 32 sequences' worth of tokens: 126 between [CLS] and [SEP] each.
     write_file(dir / "corpus.txt", random_words((int)(kBatch * (kSeq - 2)), rng) + "\n");

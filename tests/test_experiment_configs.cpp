@@ -50,7 +50,9 @@ TEST(ExperimentConfigs, EveryRunConfigParsesAndStartsFromAnExistingModel) {
             const RunConfig config = load_run_config(path);
             // A committed model must be there; a run's output (runs/...) is made by the command before.
             const bool committed = config.model.init.find("/experiments/") != std::string::npos;
-            if (committed) EXPECT_TRUE(fs::exists(config.model.init)) << path << ": " << config.model.init;
+            if (committed) {
+                EXPECT_TRUE(fs::exists(config.model.init)) << path << ": " << config.model.init;
+            }
         } catch (const std::exception& e) {
             ADD_FAILURE() << e.what();
         }

@@ -33,7 +33,7 @@ std::string ten_documents() {
 
 std::vector<std::string> numbered(int begin, int end) {
     std::vector<std::string> out;
-    for (int i = begin; i < end; ++i) out.push_back("d" + std::to_string(i));
+    for (int i = begin; i < end; ++i) out.push_back(std::string("d") + std::to_string(i));
     return out;
 }
 
