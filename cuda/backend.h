@@ -32,6 +32,8 @@ void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, si
 // Copies between the host and the device so far in this process. Each one makes the host wait
 // for the device's queue, so a training step's count is what keeps the GPU from running ahead.
 int64_t host_waits();
+// Kernel launches and cuBLAS calls so far in this process (cuda/launch_count.h).
+int64_t launches();
 
 // Same contract as qdq::gemm (autograd/gemm.h), on device pointers, through cuBLAS.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
@@ -60,9 +62,11 @@ void to_bf16(uint16_t* out, const float* x, int64_t n);
 void fill(float* y, float value, int64_t n);
 // out[i] = a[i] + b[i]
 void add(float* out, const float* a, const float* b, int64_t n);
-// y [n] = a + b repeated (b's nb values over a's leading dims); db [nb] += the repeats of dy summed.
+// y [n] = a + b repeated (b's nb values over a's leading dims); db [nb] += the repeats of dy summed
+// (linear's bias gradient too); y [n] = b repeated (linear's bias, before the product adds to it).
 void add_trailing(float* y, const float* a, const float* b, int64_t n, int64_t nb);
 void sum_repeats(float* db, const float* dy, int64_t nb, int64_t repeats);
+void repeat_trailing(float* y, const float* b, int64_t n, int64_t nb);
 // y = a ∘ b with numpy broadcasting over s (n output elements); the gradient of input `which`
 // (0: a, 1: b, x_numel elements), each element summing over the outputs that read it.
 void broadcast_binary(float* y, const float* a, const float* b, const BroadcastShape& s, int kind, int64_t n);

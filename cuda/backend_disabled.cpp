@@ -21,6 +21,7 @@ void device_free(void*) {}
 void memset_zero(void*, size_t) { unavailable(); }
 void copy(void*, bool, const void*, bool, size_t) { unavailable(); }
 int64_t host_waits() { return 0; }
+int64_t launches() { return 0; }
 void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
           int64_t, float, float*, int64_t) {
     unavailable();
@@ -38,6 +39,7 @@ void fill(float*, float, int64_t) { unavailable(); }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void add_trailing(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }
 void sum_repeats(float*, const float*, int64_t, int64_t) { unavailable(); }
+void repeat_trailing(float*, const float*, int64_t, int64_t) { unavailable(); }
 void broadcast_binary(float*, const float*, const float*, const BroadcastShape&, int, int64_t) { unavailable(); }
 void broadcast_binary_backward(float*, const float*, const float*, const float*, const BroadcastShape&, int, int, int64_t) {
     unavailable();

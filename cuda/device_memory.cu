@@ -3,8 +3,10 @@
 #include <mutex>
 
 #include "cuda/backend.h"
+#include "cuda/launch_count.h"
 #include "cuda/block_cache.h"
 #include "cuda/check.h"
+#include "cuda/launch_count.h"
 
 namespace qdq::cuda {
 
@@ -93,6 +95,7 @@ std::atomic<int64_t> host_wait_count{0};
 }  // namespace
 
 int64_t host_waits() { return host_wait_count; }
+int64_t launches() { return launch_count; }
 
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;  // cudaMemcpy returns once the device is done

@@ -2,6 +2,7 @@
 #include "cuda/backend.h"
 #include "cuda/check.h"
 #include "cuda/gemm_contract.h"
+#include "cuda/launch_count.h"
 
 namespace qdq::cuda {
 
@@ -21,19 +22,13 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
           int64_t ldc) {
     if (M == 0 || N == 0) return;
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+    ++launch_count;
     QDQ_CUBLAS_CHECK(cublasSgemm(handle(), op(g.trans_first), op(g.trans_second),
                                  (int)g.m, (int)g.n, (int)g.k, &alpha, g.first, (int)g.ld_first, g.second,
                                  (int)g.ld_second, &beta, g.out, (int)g.ld_out));
 }
 
 namespace {
-
-// Elements from the first to the last used one of `count` matrices, `stride` apart, each of
-// `rows` rows of `cols` used values, `ld` apart.
-int64_t stored_span(int64_t rows, int64_t cols, int64_t ld, int64_t count, int64_t stride) {
-    if (rows <= 0 || cols <= 0 || count <= 0) return 0;
-    return (count - 1) * stride + (rows - 1) * ld + cols;
-}
 
 // The bf16 bits of n stored floats, in the same layout, so leading dimensions and strides stay.
 struct Bf16Copy {
@@ -62,6 +57,7 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
     if (M == 0 || N == 0 || batch.count == 0) return;
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
     const int count = (int)batch.count;
+    ++launch_count;
     if (!bf16) {
         QDQ_CUBLAS_CHECK(cublasSgemmStridedBatched(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
                                                    (int)g.k, &alpha, g.first, (int)g.ld_first, batch.stride_b,

@@ -36,6 +36,13 @@ inline void column_major_sgemm(const ColumnMajorGemm& g, float alpha, float beta
         }
 }
 
+// Elements from the first to the last used one of `count` matrices, `stride` apart, each of
+// `rows` rows of `cols` used values, `ld` apart: what a bf16 copy of a strided operand holds.
+inline int64_t stored_span(int64_t rows, int64_t cols, int64_t ld, int64_t count, int64_t stride) {
+    if (rows <= 0 || cols <= 0 || count <= 0) return 0;
+    return (count - 1) * stride + (rows - 1) * ld + cols;
+}
+
 inline ColumnMajorGemm column_major_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                                          int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc) {
     return {trans_b, trans_a, N, M, K, B, ldb, A, lda, C, ldc};

@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/launch_count.h"
+
 #if defined(__SANITIZE_THREAD__)
 #include <barrier>
 #include <thread>
@@ -250,6 +252,7 @@ template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
     if (block.y != 1 || block.z != 1 || grid.y != 1 || grid.z != 1) cuda_host::fail("launch: one-dimensional only");
     if (block.x == 0 || block.x > 1024) cuda_host::fail("launch: blockDim.x must be in [1, 1024]");
+    ++launch_count;
     gridDim = grid;
     blockDim = block;
     if (cuda_host::device_access) cuda_host::device_access(true);

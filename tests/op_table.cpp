@@ -239,6 +239,7 @@ std::vector<OpCase> generated_cases() {
     cases.push_back(generated("linear_bf16", "linear",
                               [=] { return std::vector{rand({4, 10, 40}, 50), rand({7, 40}, 51), rand({7}, 52)}; },
                               [](V x) { return linear(x[0], x[1], x[2]); }, kProducts));
+    cases.back().fp32_addends = {2};
     for (OpCase& c : cases)
         if (c.name.find("bf16") != std::string::npos) c.bf16 = true;
     return cases;

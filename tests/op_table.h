@@ -47,6 +47,9 @@ struct OpCase {
     // product computes, cuda/bf16_math.h), not the CPU's own bf16 product: that is FP32 on a
     // CPU without a bf16 kernel (or under QDQ_CPU=avx2).
     bool bf16 = false;
+    // Inputs such a product adds in FP32 after it (linear's bias, as the CPU adds it): the
+    // reference neither rounds them nor the output gradient their own gradient sums.
+    std::vector<size_t> fp32_addends;
 };
 
 const std::vector<OpCase>& op_table();

@@ -146,9 +146,17 @@ TEST_P(OnDevice, OutputAndGradientsMatchTheirReference) {
     if (cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
     CaseRun cpu;
     if (c.bf16) {
+        const auto fp32_addend = [&](size_t k) {
+            return std::find(c.fp32_addends.begin(), c.fp32_addends.end(), k) != c.fp32_addends.end();
+        };
         std::vector<Tensor> rounded;
-        for (const Tensor& t : inputs) rounded.push_back(t.dtype() == DType::F32 ? rounded_to_bf16(t) : t);
+        for (size_t k = 0; k < inputs.size(); ++k)
+            rounded.push_back(inputs[k].dtype() == DType::F32 && !fp32_addend(k) ? rounded_to_bf16(inputs[k]) : inputs[k]);
         cpu = run_case(c, rounded, rounded_to_bf16(w), Device::CPU, MatmulPrecision::F32);
+        if (!c.fp32_addends.empty()) {
+            const CaseRun fp32_sums = run_case(c, rounded, w, Device::CPU, MatmulPrecision::F32);
+            for (size_t k : c.fp32_addends) cpu.grads[k] = fp32_sums.grads[k];
+        }
     } else {
         cpu = run_case(c, inputs, w, Device::CPU, MatmulPrecision::F32);
     }

@@ -109,14 +109,6 @@ void product_backward(const BatchedProduct& p, const GemmChoice& gemm, float* ga
     }
 }
 
-// At least n ones on the GPU, for the bias GEMMs of linear. Kept and only grown: copying a fresh
-// vector to the device at every call would make the host wait for the GPU's queue each time.
-const float* device_ones(int64_t n) {
-    static thread_local Tensor ones;
-    if (!ones.defined() || ones.numel() < n) ones = full({std::max<int64_t>(n, 1)}, 1.0f).to(Device::CUDA);
-    return ones.f32();
-}
-
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
@@ -163,8 +155,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
 
 // x [R, in] (R = all leading dims), weight [out, in], y [R, out]:
 //   y = x·Wᵀ + b;  dx += dy·W;  dW += dyᵀ·x;  db += Σ_rows dy.
-// On the GPU the bias is broadcast and reduced by rank-1 GEMMs against a vector of ones
-// (device_ones), which needs no kernel of its own.
+// The bias is copied into y's rows and the product added to it (β = 1), on either device, so it
+// stays FP32 under bf16 products; its gradient sums dy's rows (on the GPU by blocks of rows,
+// cuda::sum_repeats).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_float_input(x, "linear", "x");
     check_float_input(weight, "linear", "weight");
@@ -191,7 +184,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         float* py = y.f32();
         const float* pb = bias.f32();
         if (device == Device::CUDA) {
-            gemm_fn(false, false, rows, out, 1, 1.0f, device_ones(rows), 1, pb, out, 0.0f, py, out);
+            cuda::repeat_trailing(py, pb, rows * out, out);
         } else {
             parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(out, 1)),
                          [&](int64_t begin, int64_t end) {
@@ -219,7 +212,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             if (bias.defined() && bias.requires_grad()) {
                 float* gb = bias.grad_buffer().f32();
                 if (x.is_cuda()) {
-                    gemm_fn(false, false, 1, out, rows, 1.0f, device_ones(rows), rows, g, out, 1.0f, gb, out);
+                    cuda::sum_repeats(gb, g, out, rows);
                     return;
                 }
                 // Columns split across threads: each sums its columns over every row.

@@ -21,6 +21,7 @@
 #include "cuda/block_cache.h"
 #include "cuda/emulated/device_access.h"
 #include "cuda/host_threads.h"
+#include "cuda/launch_count.h"
 
 namespace qdq::cuda {
 
@@ -125,6 +126,7 @@ std::atomic<int64_t> host_wait_count{0};
 
 // Counted as a GPU's copies would wait, so that the counts asserted here are a real device's.
 int64_t host_waits() { return host_wait_count; }
+int64_t launches() { return launch_count; }
 
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;

@@ -24,7 +24,20 @@ struct AddTrailingOp {
     __host__ __device__ void operator()(int64_t i) const { y[i] = a[i] + b[i % nb]; }
 };
 
-// db[j] += Σ_k dy[k·nb + j] over the `repeats` copies, in order (add_trailing's backward to b)
+// y[i] = b[i mod nb]: b repeated (linear's bias, before its product adds to it)
+struct RepeatTrailingOp {
+    float* y;
+    const float* b;
+    int64_t nb;
+    __host__ __device__ void operator()(int64_t i) const { y[i] = b[i % nb]; }
+};
+
+// add_trailing's backward to b sums `repeats` copies of each of nb columns. Many copies (a
+// bias's rows) are summed by blocks of this many, a thread per (block, column), and the blocks'
+// sums added in order: one thread per column summing every row left most of a GPU idle.
+constexpr int64_t kRepeatBlock = 32;
+
+// db[j] += Σ_k dy[k·nb + j] over every copy, in order
 struct SumRepeatsOp {
     float* db;
     const float* dy;
@@ -32,6 +45,32 @@ struct SumRepeatsOp {
     __host__ __device__ void operator()(int64_t j) const {
         float sum = 0.0f;
         for (int64_t k = 0; k < repeats; ++k) sum += dy[k * nb + j];
+        db[j] += sum;
+    }
+};
+
+// partials[b·nb + j] = Σ dy[k·nb + j] over block b's copies, in order
+struct RepeatPartialsOp {
+    float* partials;
+    const float* dy;
+    int64_t nb, repeats;
+    __host__ __device__ void operator()(int64_t i) const {
+        const int64_t b = i / nb, j = i % nb, k0 = b * kRepeatBlock;
+        const int64_t k1 = k0 + kRepeatBlock < repeats ? k0 + kRepeatBlock : repeats;
+        float sum = 0.0f;
+        for (int64_t k = k0; k < k1; ++k) sum += dy[k * nb + j];
+        partials[i] = sum;
+    }
+};
+
+// db[j] += the blocks' partials of column j, summed in block order
+struct AddRepeatPartialsOp {
+    float* db;
+    const float* partials;
+    int64_t nb, blocks;
+    __host__ __device__ void operator()(int64_t j) const {
+        float sum = 0.0f;
+        for (int64_t b = 0; b < blocks; ++b) sum += partials[b * nb + j];
         db[j] += sum;
     }
 };

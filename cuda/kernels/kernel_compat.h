@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/check.h"
+#include "cuda/launch_count.h"
 
 namespace qdq::cuda {
 
@@ -18,6 +19,7 @@ constexpr int64_t kMaxGridStrideBlocks = 65535;
 
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+    ++launch_count;
     kernel<<<grid, block>>>(args...);
     QDQ_CUDA_CHECK(cudaGetLastError());
 }
