@@ -88,7 +88,9 @@ TEST(Cuda, ColumnSumsOverBlocksOfRowsMatchTheCpu) {
             backward(y, dy_there);
             // The seed; linear's two GEMMs and its bias's sums (a second kernel past 32 rows);
             // LayerNorm's row kernel, then γ's and β's partial sums and their sum.
-            if (device == Device::CUDA) EXPECT_EQ(cuda::launches() - start, 1 + 2 + (rows > 32 ? 2 : 1) + 3) << rows << " rows";
+            if (device == Device::CUDA) {
+                EXPECT_EQ(cuda::launches() - start, 1 + 2 + (rows > 32 ? 2 : 1) + 3) << rows << " rows";
+            }
             grads.emplace_back();
             for (const Tensor& t : leaves) grads.back().push_back(t.grad().to(Device::CPU));
         }
