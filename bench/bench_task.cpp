@@ -69,7 +69,7 @@ BenchData::~BenchData() {
     fs::remove_all(dir_, ignored);
 }
 
-RunConfig BenchData::config(BenchTask task, const ModelSize& size, bool bf16) const {
+RunConfig BenchData::config(BenchTask task, const ModelSize& size, Products products) const {
     nlohmann::json model = {{"vocab_size", kVocab},          {"hidden_size", size.hidden},
                             {"num_hidden_layers", size.layers}, {"num_attention_heads", size.heads},
                             {"intermediate_size", size.ffn},   {"max_position_embeddings", 512}};
@@ -83,7 +83,11 @@ RunConfig BenchData::config(BenchTask task, const ModelSize& size, bool bf16) co
     if (!mlm) data["dataset"] = "sst2";
     nlohmann::json raw = {{"model", {{"config", model}}},
                           {"data", data},
-                          {"training", {{"output_dir", dir_ + "/out"}, {"seed", 1}, {"bf16", bf16}}}};
+                          {"training",
+                           {{"output_dir", dir_ + "/out"},
+                            {"seed", 1},
+                            {"bf16", products == Products::bf16},
+                            {"tf32", products == Products::tf32}}}};
     if (task == BenchTask::Qat || task == BenchTask::QatDistilled) raw["quantization"] = nlohmann::json::object();
     if (task == BenchTask::QatLsq)
         raw["quantization"] = {{"input", {{"calib_method", "max"}, {"learn_step_size", true}}},
@@ -92,7 +96,7 @@ RunConfig BenchData::config(BenchTask task, const ModelSize& size, bool bf16) co
     if (task == BenchTask::QatDistilled) {
         const std::string teacher = dir_ + "/teacher_" + size.name + ".h5";
         if (!fs::exists(teacher)) {
-            RunConfig float_config = config(BenchTask::Classification, size, bf16);
+            RunConfig float_config = config(BenchTask::Classification, size, products);
             std::unique_ptr<Task> float_task = make_task(float_config, {.train = false, .eval = false});
             nn::save_hdf5(float_task->model(), float_task->model_config(), teacher);
         }

@@ -27,6 +27,11 @@ struct ModelSize {
 enum class BenchTask { Classification, Qat, QatDistilled, QatLsq, MaskedLm };
 
 // A scratch folder holding the synthetic files; removed with the object.
+// A workload's products: FP32, training.bf16's, or training.tf32's (a GPU's only); the suffix
+// of its row's name.
+enum class Products { f32, bf16, tf32 };
+inline const char* products_suffix(Products p) { return p == Products::bf16 ? "_bf16" : p == Products::tf32 ? "_tf32" : ""; }
+
 class BenchData {
 public:
     BenchData();
@@ -34,9 +39,9 @@ public:
     BenchData(const BenchData&) = delete;
     BenchData& operator=(const BenchData&) = delete;
 
-    // The run config of `task` on `size`, with training.bf16 = bf16. QatDistilled's teacher, a
-    // float model of `size` at its random initialisation, is written on first use.
-    RunConfig config(BenchTask task, const ModelSize& size, bool bf16) const;
+    // The run config of `task` on `size`, its products as `products` says. QatDistilled's
+    // teacher, a float model of `size` at its random initialisation, is written on first use.
+    RunConfig config(BenchTask task, const ModelSize& size, Products products) const;
 
 private:
     std::string dir_;

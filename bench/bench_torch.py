@@ -10,10 +10,12 @@ rows are named <workload>_bf16 as ours are; PyTorch's oneDNN uses AMX where it c
 that dies (oneDNN 2.6 reads a CPUID leaf they hide), so run.sh runs the bf16 rows in a process
 of their own. Run with a Python that has torch (on Debian: /usr/bin/python3 with python3-torch).
 With --device cuda (PyTorch 2) every tensor lives on the GPU and --bf16 autocasts there; FP32
-products stay FP32 (PyTorch leaves TF32 off for matmuls, as cuBLAS does for the product).
+products stay FP32 (PyTorch leaves TF32 off for matmuls, as the product does), unless --tf32
+allows it (torch.backends.cuda.matmul.allow_tf32, what Hugging Face's tf32 sets), as
+training.tf32 does for the product's <workload>_tf32 rows.
 
 Usage: bench_torch.py [--warmup N] [--reps N] [--steps N] [--threads N] [--only SUBSTRING]
-                      [--no-gemm] [--no-train] [--bf16] [--device cpu|cuda]
+                      [--no-gemm] [--no-train] [--bf16 | --tf32] [--device cpu|cuda]
 --warmup overrides every workload's default; --reps counts GEMM repetitions, --steps
 training steps, as in bench_gemm and bench_train.
 """
@@ -84,7 +86,7 @@ def precision(args):
 
 
 def row_name(name, args):
-    return name + "_bf16" if args.bf16 else name
+    return name + ("_bf16" if args.bf16 else "_tf32" if args.tf32 else "")
 
 
 def bench_gemm(args):
@@ -340,9 +342,14 @@ def main():
     parser.add_argument("--no-gemm", action="store_true")
     parser.add_argument("--no-train", action="store_true")
     parser.add_argument("--bf16", action="store_true", help="autocast to bf16; rows named <workload>_bf16")
+    parser.add_argument("--tf32", action="store_true",
+                        help="FP32 products in TF32 on the GPU; rows named <workload>_tf32")
     parser.add_argument("--device", default="cpu",
                         help="cuda: every tensor on the GPU (PyTorch 2), as bench_train runs where one is present")
     args = parser.parse_args()
+    if args.tf32 and (args.bf16 or args.device == "cpu"):
+        parser.error("--tf32 is for FP32 products on the GPU: with --device cuda, without --bf16")
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
     if args.device != "cpu":
         torch.set_default_device(args.device)
 

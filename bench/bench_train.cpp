@@ -2,8 +2,8 @@
 // optimizer_step (trainers/trainer.h): the task's train_loss (collate, forward through
 // nn::BertFor*, loss), backward, gradient clipping at 1.0 and AdamW (weight decay 0.01 except
 // biases and LayerNorm), then zero_grad;
-// on the synthetic data of bench_task.h. Workloads, each FP32 and, as <name>_bf16, with
-// training.bf16:
+// on the synthetic data of bench_task.h. Workloads, each FP32, as <name>_bf16 with training.bf16
+// and, on a GPU, as <name>_tf32 with training.tf32:
 //   step_<size>_train  classification (2 labels) fine-tuning step
 //   step_<size>_qat    the same with QDQBERT's quantizers fake-quantizing (calibrated ranges)
 //   step_<size>_qat_kd   QAT learning from a float teacher of the same size: the teacher's
@@ -67,16 +67,9 @@ double step_flops(const ModelSize& s, bool training) {
     return (training ? 3.0 : 1.0) * s.layers * per_layer;
 }
 
-// The precision `bf16` asks for, as a run's training.bf16 sets it.
-MatmulPrecision precision_of(bool bf16) {
-    TrainingSettings settings;
-    settings.bf16 = bf16;
-    return run_matmul_precision(settings);
-}
-
 // The trainer's own step (optimizer_step) on a loader whose one batch is the whole data set.
 void time_training(const std::string& name, Task& task, const ModelSize& size, int warmup, int steps,
-                   bool bf16) {
+                   MatmulPrecision products) {
     nn::Module& model = task.model();
     const std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), 0.01);
     AdamW optimizer = make_adamw(groups, {0.9, 0.999, 1e-8});
@@ -85,7 +78,7 @@ void time_training(const std::string& name, Task& task, const ModelSize& size, i
     Rng data_rng(3);
     std::vector<double> losses;
     model.train();
-    MatmulPrecisionGuard precision(precision_of(bf16));
+    MatmulPrecisionGuard precision(products);
     std::optional<GradReducer> reducer;
     if (world().size > 1) {
         std::vector<Tensor> params;
@@ -104,13 +97,14 @@ void time_training(const std::string& name, Task& task, const ModelSize& size, i
     bench::print_row(name, t, name.starts_with("mlm") ? 0.0 : step_flops(size, true));
 }
 
-void time_eval(const std::string& name, Task& task, const ModelSize& size, int warmup, int steps, bool bf16) {
+void time_eval(const std::string& name, Task& task, const ModelSize& size, int warmup, int steps,
+               MatmulPrecision products) {
     std::vector<int64_t> indices(task.train_size());
     for (size_t i = 0; i < indices.size(); ++i) indices[i] = (int64_t)i;
     Rng data_rng(3);
     task.model().eval();
     NoGradGuard no_grad;
-    MatmulPrecisionGuard precision(precision_of(bf16));
+    MatmulPrecisionGuard precision(products);
     bench::Timing t = bench::time_it(warmup, steps, [&] { task.train_loss(indices, data_rng).item(); });
     bench::print_row(name, t, step_flops(size, false));
 }
@@ -130,15 +124,17 @@ void bench_size(const bench::BenchData& data, const ModelSize& size, int default
                                        {"step_" + size.name + "_eval", BenchTask::Classification, true}};
     if (mlm) workloads.push_back({"mlm_" + size.name + "_train", BenchTask::MaskedLm, false});
     for (const Workload& w : workloads)
-        for (bool bf16 : {false, true}) {
-            const std::string name = w.prefix + (bf16 ? "_bf16" : "");
+        for (bench::Products products : {bench::Products::f32, bench::Products::bf16, bench::Products::tf32}) {
+            const std::string name = w.prefix + bench::products_suffix(products);
             if (name.find(opt.only) == std::string::npos) continue;
             if (w.eval && world().size > 1) continue;  // data parallel splits training only
-            RunConfig config = data.config(w.task, size, bf16);
+            RunConfig config = data.config(w.task, size, products);
             config.training.use_cpu = opt.use_cpu;
+            if (products == bench::Products::tf32 && run_device(config.training) == Device::CPU) continue;
             std::unique_ptr<Task> task = bench::make_bench_task(config, w.task);
-            if (w.eval) time_eval(name, *task, size, warmup, steps, bf16);
-            else time_training(name, *task, size, warmup, steps, bf16);
+            const MatmulPrecision precision = run_matmul_precision(config.training);
+            if (w.eval) time_eval(name, *task, size, warmup, steps, precision);
+            else time_training(name, *task, size, warmup, steps, precision);
         }
 }
 

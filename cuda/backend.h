@@ -45,15 +45,23 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                int64_t ldc);
+// The same on tensor cores in TF32 (compute capability 8.0 or later): each operand read to 10
+// bits of its mantissa, FP32 sums (cublasGemmEx's CUBLAS_COMPUTE_32F_FAST_TF32), as PyTorch's
+// allow_tf32. cuBLAS does not say how it shortens an operand; the emulated device truncates.
+void gemm_tf32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+               int64_t ldc);
+// How cuBLAS multiplies: gemm's FP32, gemm_bf16's bf16 copies, gemm_tf32's tensor cores.
+enum class GemmMath { F32, BF16, TF32 };
 // Entries of a strided batch of products: entry i of A at A + i·stride_a, of B and C alike; a
 // stride of 0 shares that operand (never C's: entries must not write one output).
 struct GemmBatch {
     int64_t count, stride_a, stride_b, stride_c;
 };
-// gemm, or gemm_bf16 when bf16, for every entry of the batch: one cuBLAS call.
+// gemm, gemm_bf16 or gemm_tf32 as `math` says, for every entry of the batch: one cuBLAS call.
 void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmBatch& batch,
-                  bool bf16);
+                  GemmMath math);
 // out[i] = the bf16 bits of x[i], n elements on the device.
 void to_bf16(uint16_t* out, const float* x, int64_t n);
 

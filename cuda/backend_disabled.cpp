@@ -30,8 +30,12 @@ void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64
                int64_t) {
     unavailable();
 }
+void gemm_tf32(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
+               int64_t) {
+    unavailable();
+}
 void gemm_batched(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
-                  float*, int64_t, const GemmBatch&, bool) {
+                  float*, int64_t, const GemmBatch&, GemmMath) {
     unavailable();
 }
 void to_bf16(uint16_t*, const float*, int64_t) { unavailable(); }

@@ -3,7 +3,6 @@
 #include <mutex>
 
 #include "cuda/backend.h"
-#include "cuda/launch_count.h"
 #include "cuda/block_cache.h"
 #include "cuda/check.h"
 #include "cuda/launch_count.h"

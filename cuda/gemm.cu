@@ -46,19 +46,34 @@ struct Bf16Copy {
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, true);
+    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::BF16);
 }
 
-// cublasSgemmStridedBatched, or with bf16 copies of the operands cublasGemmStridedBatchedEx
-// (FP32 compute). column_major_gemm swaps the operands, so cuBLAS's first is B, its second A.
+void gemm_tf32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::TF32);
+}
+
+// cublasSgemmStridedBatched; cublasGemmStridedBatchedEx on the FP32 operands in TF32, or on
+// bf16 copies of them (FP32 compute). column_major_gemm swaps the operands, so cuBLAS's first is
+// B, its second A.
 void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmBatch& batch,
-                  bool bf16) {
+                  GemmMath math) {
     if (M == 0 || N == 0 || batch.count == 0) return;
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
     const int count = (int)batch.count;
     ++launch_count;
-    if (!bf16) {
+    if (math == GemmMath::TF32) {
+        QDQ_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
+                                                    (int)g.k, &alpha, g.first, CUDA_R_32F, (int)g.ld_first,
+                                                    batch.stride_b, g.second, CUDA_R_32F, (int)g.ld_second,
+                                                    batch.stride_a, &beta, g.out, CUDA_R_32F, (int)g.ld_out,
+                                                    batch.stride_c, count, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                                    CUBLAS_GEMM_DEFAULT));
+        return;
+    }
+    if (math == GemmMath::F32) {
         QDQ_CUBLAS_CHECK(cublasSgemmStridedBatched(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
                                                    (int)g.k, &alpha, g.first, (int)g.ld_first, batch.stride_b,
                                                    g.second, (int)g.ld_second, batch.stride_a, &beta, g.out,

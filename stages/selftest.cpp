@@ -160,6 +160,31 @@ double check_gemm(int64_t C) {
     return w;
 }
 
+// cuBLAS's TF32 GEMM: (1 + 2⁻¹²)·1 summed K times is K exactly, the 2⁻¹² below what 10 bits of
+// mantissa hold, however the tensor cores shorten it (FP32 gives K + K·2⁻¹²); and a random
+// product within what 10-bit operands allow of the FP32 one, Σ|a·b|·2⁻⁹ per element.
+double check_gemm_tf32(int64_t C) {
+    if (cuda::compute_capability() < 80) return 0;  // no tensor cores for TF32: cuBLAS multiplies in FP32
+    const int64_t M = 7, N = C, K = 33;
+    const std::vector<float> ones((size_t)(K * N), 1.0f), A = uniform(M * K, 19, 1.0f), B = uniform(K * N, 20, 1.0f);
+    DeviceArray<float> dnear_one(std::vector<float>((size_t)(M * K), 1.0f + 0x1p-12f)), dones(ones), dA(A), dB(B);
+    DeviceArray<float> dC(std::vector<float>((size_t)(M * N), 0.0f));
+    cuda::gemm_tf32(false, false, M, N, K, 1.0f, dnear_one.ptr, K, dones.ptr, N, 0.0f, dC.ptr, N);
+    double w = worst(dC.host(), std::vector<float>((size_t)(M * N), (float)K), 0, 0);
+    cuda::gemm_tf32(false, false, M, N, K, 1.0f, dA.ptr, K, dB.ptr, N, 0.0f, dC.ptr, N);
+    const std::vector<float> tf32 = dC.host();
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t k = 0; k < K; ++k) {
+                exact += (double)A[(size_t)(i * K + k)] * B[(size_t)(k * N + j)];
+                magnitude += std::fabs((double)A[(size_t)(i * K + k)] * B[(size_t)(k * N + j)]);
+            }
+            w = std::max(w, std::fabs(tf32[(size_t)(i * N + j)] - exact) / (magnitude * 0x1p-9 + 1e-5));
+        }
+    return w;
+}
+
 // PACT and LSQ (per tensor and per channel) through the op on both devices: values and the
 // input's gradient exactly, the range's gradient to rounding.
 double check_learned_ranges(int64_t C) {
@@ -263,6 +288,7 @@ bool run_checks(std::ostream& out) {
                                  {"cross-entropy forward and backward", check_cross_entropy},
                                  {"dropout, fake quantization, embedding (exact)", check_exact_ops},
                                  {"cuBLAS GEMM in FP32 and bf16, four transposes", check_gemm},
+                                 {"cuBLAS GEMM in TF32 (compute capability 8.0 on)", check_gemm_tf32},
                                  {"PACT and LSQ forward and backward", check_learned_ranges},
                                  {"distillation's KL forward and backward", check_kl_div},
                                  {"AdamW and the gradient norm", check_optimizer}};

@@ -10,6 +10,7 @@
 
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
@@ -109,6 +110,31 @@ TEST(Cuda, Bf16GemmIsTheFp32GemmOfBf16RoundedOperands) {
 
 // Fake quantization on the device, per tensor and per channel (a weight's rows), forward and
 // the STE's backward: the codes and the gradient exactly as on the CPU; learned ranges refused.
+// TF32 reads 10 bits of each operand's mantissa: (1 + 2⁻¹²)·1 summed K times is K, however
+// the operand is shortened (truncated, as the emulated device does, or rounded); FP32 keeps the
+// 2⁻¹²s. matmul() under MatmulPrecision::TF32 multiplies so on the device, and in FP32 on the
+// CPU, which has no TF32. A random product stays within Σ|a·b|·2⁻⁹ of the exact one.
+TEST(Cuda, Tf32ProductsReadTenBitsOfEachOperand) {
+    REQUIRE_CUDA_DEVICE();
+    const int64_t K = 64;
+    const Tensor near_one = full({3, K}, 1.0f + 0x1p-12f), ones = full({K, 5}, 1.0f);
+    const MatmulPrecisionGuard tf32(MatmulPrecision::TF32);
+    for (float v : matmul(near_one.to(Device::CUDA), ones.to(Device::CUDA)).to(Device::CPU).to_vector()) EXPECT_EQ(v, (float)K);
+    for (float v : matmul(near_one, ones).to_vector()) EXPECT_NEAR(v, K * (1.0 + 0x1p-12), 1e-4);
+    const Tensor a = random_tensor({9, 33}, 21), b = random_tensor({33, 7}, 22);
+    const std::vector<float> product = matmul(a.to(Device::CUDA), b.to(Device::CUDA)).to(Device::CPU).to_vector();
+    for (int64_t i = 0; i < 9; ++i)
+        for (int64_t j = 0; j < 7; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t k = 0; k < 33; ++k) {
+                const double term = (double)a.f32()[i * 33 + k] * b.f32()[k * 7 + j];
+                exact += term;
+                magnitude += std::fabs(term);
+            }
+            EXPECT_NEAR(product[(size_t)(i * 7 + j)], exact, magnitude * 0x1p-9 + 1e-6) << i << ", " << j;
+        }
+}
+
 TEST(Cuda, FakeQuantDispatchByDevice) {
     REQUIRE_CUDA_DEVICE();
     Tensor x = random_tensor({4, 33}, 40), grad = random_tensor({4, 33}, 41);

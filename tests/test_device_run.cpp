@@ -276,6 +276,34 @@ TEST(DeviceRun, DistillationWithAndWithoutBf16OnTheDeviceMatchesTheCpu) {
     }
 }
 
+// training.tf32 on the device: the run goes there (the emulated device has compute capability
+// 8.0) and its products read 10-bit operands, so its losses part from the FP32 run's, within
+// what that allows. On the CPU, with or without a GPU beside it, the run is refused before it
+// starts, naming the key, as Hugging Face's Trainer refuses tf32 without such a GPU.
+TEST(DeviceRun, Tf32RunsOnTheDeviceAndIsRefusedOnTheCpu) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json tf32 = device_config(dir, "tf32");
+    tf32["training"]["tf32"] = true;
+    expect_error([&] { make_task(parse(on_cpu(tf32)), {true, true}); }, {"test.json", "training.tf32", "CPU"});
+    REQUIRE_CUDA_DEVICE();
+    const RunConfig config = parse(tf32);
+    EXPECT_TRUE(device_gaps(config).empty());
+    ASSERT_EQ(train_run(tf32).status, TrainStatus::finished);
+    ASSERT_EQ(train_run(device_config(dir, "f32")).status, TrainStatus::finished);
+    const std::vector<nlohmann::json> tf32_records = metrics_records(dir.path() / "tf32");
+    const std::vector<nlohmann::json> f32_records = metrics_records(dir.path() / "f32");
+    ASSERT_EQ(tf32_records.size(), f32_records.size());
+    bool parted = false;
+    for (size_t i = 0; i < f32_records.size(); ++i)
+        if (f32_records[i].contains("loss")) {
+            const double a = tf32_records[i]["loss"].get<double>(), b = f32_records[i]["loss"].get<double>();
+            EXPECT_NEAR(a, b, 1e-2 * std::fabs(b)) << "at step " << f32_records[i]["step"];
+            parted = parted || a != b;
+        }
+    EXPECT_TRUE(parted) << "the TF32 run's losses are the FP32 run's to the last bit";
+}
+
 // Data parallel on devices: two ranks under mpirun, each on its GPU (here each its emulated
 // device), gradients staged through the host and summed, end where one CPU process of the
 // whole batch ends (dropout off: each rank draws its own masks).

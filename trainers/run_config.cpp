@@ -205,6 +205,7 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     read_optional_bool(training, section, "greater_is_better", t.greater_is_better);
     training.read("group_by_length", t.group_by_length);
     training.read("bf16", t.bf16);
+    training.read("tf32", t.tf32);
     training.read("ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
     training.read("use_cpu", t.use_cpu);
     t.report_to = parse_report_to(training);
@@ -369,7 +370,7 @@ nlohmann::json training_settings_to_json(const TrainingSettings& t) {
         {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
         {"load_best_model_at_end", t.load_best_model_at_end},
         {"metric_for_best_model", t.metric_for_best_model},
-        {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
+        {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"tf32", t.tf32}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
         {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}};
     if (t.greater_is_better) j["greater_is_better"] = *t.greater_is_better;
     return j;

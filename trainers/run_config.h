@@ -161,6 +161,11 @@ struct TrainingSettings {
     // Hugging Face's bf16: every matrix product (train, evaluate, calibrate) with bf16 operands
     // and FP32 accumulation, the rest in FP32 (autograd/matmul_precision.h).
     bool bf16 = false;
+    // Hugging Face's tf32: FP32 products on the GPU's tensor cores, each operand read to 10 bits
+    // of mantissa (compute capability 8.0 on). As HF, a run without such a GPU is refused, a run
+    // on the CPU included. With bf16 the products are bf16's. Not for quantized models' scores,
+    // which are FP32's as under bf16 (trainers/run_precision.h).
+    bool tf32 = false;
     // Under mpirun, the size of the buckets gradients are summed in across ranks while backward
     // goes on (HF's name; PyTorch DDP's default of 25 MB).
     double ddp_bucket_cap_mb = 25;

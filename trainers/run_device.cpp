@@ -15,14 +15,21 @@ Device run_device(const TrainingSettings& training) {
 std::vector<std::string> device_gaps(const RunConfig& config) {
     std::vector<std::string> gaps;
     const int capability = cuda::compute_capability();
+    const std::string has = "; this GPU has " + std::to_string(capability / 10) + "." + std::to_string(capability % 10);
     if (config.training.bf16 && capability < 80)
-        gaps.push_back("training.bf16: cuBLAS has bf16 products from compute capability 8.0; this GPU has " +
-                       std::to_string(capability / 10) + "." + std::to_string(capability % 10));
+        gaps.push_back("training.bf16: cuBLAS has bf16 products from compute capability 8.0" + has);
+    if (config.training.tf32 && capability < 80)
+        gaps.push_back("training.tf32: tensor cores take TF32 from compute capability 8.0" + has);
     return gaps;
 }
 
 void check_device_support(const RunConfig& config) {
-    if (run_device(config.training) == Device::CPU) return;
+    if (run_device(config.training) == Device::CPU) {
+        if (!config.training.tf32) return;
+        const std::string why = config.training.use_cpu ? "training.use_cpu" : "no GPU";
+        throw std::runtime_error(config.source + ": training.tf32 needs a GPU of compute capability 8.0 or later, " +
+                                 "and this run is on the CPU (" + why + "); set training.tf32 to false");
+    }
     const std::vector<std::string> gaps = device_gaps(config);
     if (gaps.empty()) return;
     std::string message = config.source + ": this run cannot go on the GPU:";

@@ -23,10 +23,11 @@ Device run_device(const TrainingSettings& training);
 // What `config` asks for that this GPU cannot run, each naming its config key and what is
 // missing; empty when the run can go on it. Every op of training, evaluation, calibration and
 // QAT has a kernel (bf16 products, PACT, LSQ and distillation included); what a device can lack
-// is cuBLAS's bf16 products (compute capability below 8.0). Needs a device.
+// is cuBLAS's bf16 products and TF32 (compute capability below 8.0). Needs a device.
 std::vector<std::string> device_gaps(const RunConfig& config);
 
-// On the GPU, throws naming every gap and the way out (training.use_cpu); on the CPU, nothing.
+// On the GPU, throws naming every gap and the way out (training.use_cpu); on the CPU, only for
+// training.tf32, which HF's Trainer refuses without a GPU too.
 void check_device_support(const RunConfig& config);
 
 // Moves `model` to run_device(config.training), first saying where on stderr (once per process).

@@ -8,7 +8,7 @@
 namespace qdq {
 
 MatmulPrecision run_matmul_precision(const TrainingSettings& training) {
-    if (!training.bf16) return MatmulPrecision::F32;
+    if (!training.bf16) return training.tf32 ? MatmulPrecision::TF32 : MatmulPrecision::F32;
     static std::once_flag once;
     std::call_once(once, [] {
         std::fprintf(stderr, "qdqtrain: training.bf16: %s\n", bf16_kernel_description().c_str());

@@ -13,7 +13,7 @@
 
 namespace qdq {
 
-// BF16 when training.bf16 is set; the first such call in the process says on stderr, in one
+// BF16 when training.bf16 is set, else TF32 when training.tf32 is; the first BF16 call in the process says on stderr, in one
 // line, which kernel runs the products, or that they run in FP32 because this CPU has no bf16
 // kernel that pays (or QDQ_BF16_KERNEL=none switched it off).
 MatmulPrecision run_matmul_precision(const TrainingSettings& training);

@@ -28,14 +28,22 @@ using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const floa
 // backward closure.
 struct GemmChoice {
     Device device;
-    bool bf16;
+    MatmulPrecision precision;
     GemmFn one() const {
-        if (device == Device::CUDA) return bf16 ? &cuda::gemm_bf16 : &cuda::gemm;
-        return bf16 ? &gemm_bf16 : &qdq::gemm;
+        if (device == Device::CUDA)
+            return precision == MatmulPrecision::BF16 ? &cuda::gemm_bf16
+                   : precision == MatmulPrecision::TF32 ? &cuda::gemm_tf32
+                                                        : &cuda::gemm;
+        return precision == MatmulPrecision::BF16 ? &gemm_bf16 : &qdq::gemm;  // no TF32 on a CPU
+    }
+    cuda::GemmMath device_math() const {
+        return precision == MatmulPrecision::BF16 ? cuda::GemmMath::BF16
+               : precision == MatmulPrecision::TF32 ? cuda::GemmMath::TF32
+                                                    : cuda::GemmMath::F32;
     }
 };
 
-GemmChoice gemm_on(Device device) { return {device, matmul_precision() == MatmulPrecision::BF16}; }
+GemmChoice gemm_on(Device device) { return {device, matmul_precision()}; }
 
 void check_float_input(const Tensor& t, const char* op, const char* name) {
     check(t.defined(), std::string(op) + ": " + name + " is undefined");
@@ -64,7 +72,7 @@ void products(const GemmChoice& gemm, const cuda::GemmBatch& batch, bool shared_
               int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
               float* C, int64_t ldc) {
     if (gemm.device == Device::CUDA && !shared_output) {
-        cuda::gemm_batched(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, batch, gemm.bf16);
+        cuda::gemm_batched(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, batch, gemm.device_math());
         return;
     }
     const GemmFn one = gemm.one();

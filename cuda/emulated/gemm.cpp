@@ -26,30 +26,47 @@ std::vector<float> bf16_operand(const float* x, int64_t n) {
     return widened;
 }
 
+// n stored floats as TF32 tensor cores read them: 10 bits of mantissa, the other 13 dropped.
+// PyTorch's notes say only the first 10 bits are read; cuBLAS does not document its conversion,
+// so the tests of TF32 products hold for rounding as well. On the host, as no kernel runs for it.
+std::vector<float> tf32_operand(const float* x, int64_t n) {
+    DeviceMemoryAccess access;
+    std::vector<float> shortened((size_t)n);
+    for (int64_t i = 0; i < n; ++i) shortened[(size_t)i] = float_of_bits(float_bits(x[i]) & 0xffffe000u);
+    return shortened;
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, false);
+    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::F32);
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, true);
+    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::BF16);
+}
+
+void gemm_tf32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::TF32);
 }
 
 // As cuda/gemm.cu calls cuBLAS: one call (one count) for the batch, after bf16 copies of each
-// operand's whole stored span; then one entry after another, as the strided batch computes them.
+// operand's whole stored span (or, in TF32, the operands as tensor cores read them); then one
+// entry after another, as the strided batch computes them.
 void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmBatch& batch,
-                  bool bf16) {
+                  GemmMath math) {
     if (M == 0 || N == 0 || batch.count == 0) return;
-    std::vector<float> a_bf16, b_bf16;
-    if (bf16) {
-        a_bf16 = bf16_operand(A, stored_span(trans_a ? K : M, trans_a ? M : K, lda, batch.count, batch.stride_a));
-        b_bf16 = bf16_operand(B, stored_span(trans_b ? N : K, trans_b ? K : N, ldb, batch.count, batch.stride_b));
-        A = a_bf16.data();
-        B = b_bf16.data();
+    std::vector<float> a_read, b_read;
+    if (math != GemmMath::F32) {
+        const auto read = math == GemmMath::BF16 ? bf16_operand : tf32_operand;
+        a_read = read(A, stored_span(trans_a ? K : M, trans_a ? M : K, lda, batch.count, batch.stride_a));
+        b_read = read(B, stored_span(trans_b ? N : K, trans_b ? K : N, ldb, batch.count, batch.stride_b));
+        A = a_read.data();
+        B = b_read.data();
     }
     ++launch_count;
     DeviceMemoryAccess access;
