@@ -110,17 +110,18 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
 // the rows whose id is padding_idx (ops.h: kNoPadding for none).
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C, int64_t padding_idx);
-// Fake quantization's ranges amax [n] checked on the device without a wait: the first that is
-// NaN, infinite or negative is reported by the next copy from the device to the host, which
-// throws the CPU op's error (report_range_fault, called by copy).
-void check_ranges(const float* amax, int64_t n);
+// Fake quantization's ranges are checked on the device without a wait, by fake_quant_forward:
+// the first that is NaN, infinite or negative is reported by the next copy from the device to
+// the host, which throws the CPU op's error (report_range_fault, called by copy). A check writes
+// range_fault_word() (made on first use), which marks that one ran.
+unsigned long long* range_fault_word();
 void report_range_fault();
-// Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device, integer
-// range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h), or with
-// `codes` the integer codes themselves, not divided back (quant_codes); the
-// backward's straight-through gradient by `rule` (cuda/kernels/fake_quant.cuh: clipped STE,
-// PACT, LSQ); a learned range's gradient, damax[c] += factor · Σ dy·term over channel c, the
-// sum in double and its partials added in a fixed order.
+// Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device (checked),
+// integer range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h), or
+// with `codes` the integer codes themselves, not divided back (quant_codes); the backward's
+// straight-through gradient by `rule` (cuda/kernels/fake_quant.cuh: clipped STE, PACT, LSQ); a
+// learned range's gradient, damax[c] += factor · Σ dy·term over channel c, the sum in double
+// and its partials added in a fixed order.
 void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
                         int64_t n, bool clip_to_amax, bool codes);
 void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, float bound, float lo, int64_t C,

@@ -66,7 +66,7 @@ void dropout_forward(float*, const float*, uint64_t, float, float, int64_t) { un
 void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { unavailable(); }
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
 void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t, int64_t) { unavailable(); }
-void check_ranges(const float*, int64_t) { unavailable(); }
+unsigned long long* range_fault_word() { unavailable(); }
 void report_range_fault() { unavailable(); }
 void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, bool, bool) {
     unavailable();

@@ -1,5 +1,6 @@
-// Fake quantization's entry points (cuda/kernels/fake_quant.cuh) over device pointers; a learned
-// range's gradient sums its blocks' partials on the device, in a fixed order, without a wait.
+// Fake quantization's entry points (cuda/kernels/fake_quant.cuh) over device pointers: the
+// forward checks the ranges as it goes (cuda/range_fault.cu); a learned range's gradient sums
+// its blocks' partials on the device, in a fixed order, without a wait.
 #include "cuda/backend.h"
 #include "cuda/device_array.h"
 #include "cuda/kernels/fake_quant.cuh"
@@ -8,7 +9,9 @@ namespace qdq::cuda {
 
 void fake_quant_forward(float* y, const float* x, const float* amax, float bound, float lo, int64_t C, int64_t inner,
                         int64_t n, bool clip_to_amax, bool codes) {
-    for_each(n, FakeQuantForwardOp{y, x, amax, bound, lo, C, inner, clip_to_amax, codes});
+    unsigned long long* fault = range_fault_word();
+    if (n == 0) for_each(C, RangeCheckOp{amax, fault});  // no element to check them
+    for_each(n, FakeQuantForwardOp{y, x, amax, bound, lo, C, inner, clip_to_amax, codes, fault});
 }
 void fake_quant_backward(float* dx, const float* dy, const float* x, const float* amax, float bound, float lo, int64_t C,
                          int64_t inner, int64_t n, int rule) {

@@ -307,4 +307,8 @@ TEST(Cuda, FakeQuantChecksItsRangesWithoutWaiting) {
         EXPECT_NE(message.find("not calibrated"), std::string::npos) << message;
     }
     EXPECT_NO_THROW(x.detach().to(Device::CPU));
+
+    // An empty input has no element whose thread checks the range: it is checked all the same.
+    const Tensor nothing = fake_quant(empty({0}, DType::F32, Device::CUDA), from_vector({1}, {NAN}).to(Device::CUDA), {});
+    EXPECT_THROW(x.detach().to(Device::CPU), std::runtime_error);
 }

@@ -217,13 +217,15 @@ TEST(CudaKernelsOnHost, FakeQuantForwardAndBackwardEqualTheCpuOpBitForBit) {
                 backward(yt, from_vector({C, inner}, dy));
                 std::vector<float> y((size_t)n), dx((size_t)n, 0.0f);
                 const int64_t channels = per_channel ? C : 1, run = per_channel ? inner : n;
-                cuda::for_each(n, cuda::FakeQuantForwardOp{y.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, false, false}, 64);
+                unsigned long long fault = 0;  // what the ranges' check leaves: 0, every range usable
+                cuda::for_each(n, cuda::FakeQuantForwardOp{y.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, false, false, &fault}, 64);
                 cuda::for_each(n, cuda::FakeQuantBackwardOp{dx.data(), dy.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, kClippedSte}, 64);
                 const std::string what = std::to_string(inner) + (per_channel ? " per channel " : " per tensor ") + std::to_string(bits);
                 EXPECT_EQ(y, yt.to_vector()) << what;
                 EXPECT_EQ(dx, xt.grad().to_vector()) << what;
                 std::vector<float> codes((size_t)n);
-                cuda::for_each(n, cuda::FakeQuantForwardOp{codes.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, false, true}, 64);
+                cuda::for_each(n, cuda::FakeQuantForwardOp{codes.data(), x.data(), amax.data(), quant_bound(params), quant_min(params), channels, run, false, true, &fault}, 64);
+                EXPECT_EQ(fault, 0u) << what;
                 EXPECT_EQ(codes, quant_codes(from_vector({C, inner}, x), from_vector({(int64_t)amax.size()}, amax), params).to_vector()) << what;
             }
 }

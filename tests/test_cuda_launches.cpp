@@ -5,11 +5,16 @@
 // against the CPU across blocks of rows.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <optional>
+#include <vector>
+
 #include "autograd/matmul_precision.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "cuda/backend.h"
 #include "nn/bert.h"
+#include "qdqbert/qdq_placement.h"
 #include "tests/support/gradcheck.h"
 
 using namespace qdq;
@@ -24,28 +29,49 @@ struct LayerLaunches {
     int64_t forward, backward;
 };
 
-// The second forward and backward of one encoder layer (dropout on, a padding mask) on a batch
-// of 2 × 40: the first one's mask offsets stay on the device.
-LayerLaunches encoder_layer_launches(MatmulPrecision precision) {
+// The products and quantizers a count is taken under.
+struct Setting {
+    MatmulPrecision precision = MatmulPrecision::F32;
+    std::optional<QuantizationConfig> quantization;
+};
+
+// The second forward and backward (dropout on, a padding mask) of a `layers`-deep BertModel on
+// one sequence of 36 (more rows than a block of column sums): the first pass's mask offsets
+// stay on the device. Quantizers, when asked
+// for, get their weights' ranges and a range of 8 for every input, as a calibrated model has.
+LayerLaunches model_launches(int layers, const Setting& setting) {
     nn::BertConfig c;
+    c.vocab_size = 50;
     c.hidden_size = 32;
+    c.num_hidden_layers = layers;
     c.num_attention_heads = 2;
     c.intermediate_size = 64;
     Rng init(1);
-    nn::BertLayer layer(c, init);
-    layer.move_to(Device::CUDA);
-    layer.train();
-    const MatmulPrecisionGuard products(precision);
-    const Tensor x = random_tensor({2, 40, 32}, 2).to(Device::CUDA).set_requires_grad();
-    Tensor mask = zeros({2, 1, 1, 40});
-    for (int64_t t = 30; t < 40; ++t) mask.f32()[40 + t] = -1e30f;
-    mask = mask.to(Device::CUDA);
-    const Tensor dy = random_tensor({2, 40, 32}, 3).to(Device::CUDA);
+    nn::BertModel model(c, false, init);
+    if (setting.quantization) {
+        attach_bert_quantizers(model, *setting.quantization);
+        calibrate_weights(model);
+        for (auto& [name, quantizer] : model.named_quantizers()) {
+            std::vector<float> amax = quantizer->amax.to_vector();
+            for (float& a : amax)
+                if (std::isnan(a)) a = 8.0f;
+            quantizer->amax.copy_from(from_vector(quantizer->amax.shape(), amax));
+        }
+        set_quant_mode(model, QuantMode::Quantizing);
+    }
+    model.move_to(Device::CUDA);
+    model.train();
+    const MatmulPrecisionGuard products(setting.precision);
+    std::vector<int32_t> ids(36), mask(36, 1);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int32_t)(i % 50);
+    for (size_t t = 30; t < 36; ++t) mask[t] = 0;
+    const nn::BertInputs inputs{from_ints({1, 36}, ids), Tensor(), from_ints({1, 36}, mask)};
+    const Tensor dy = random_tensor({1, 36, 32}, 3).to(Device::CUDA);
     Rng dropout(4);
     LayerLaunches counted{};
     for (int pass = 0; pass < 2; ++pass) {
         const int64_t start = cuda::launches();
-        const Tensor y = layer.forward(x, mask, dropout);
+        const Tensor y = model.forward(inputs, dropout);
         const int64_t forward_end = cuda::launches();
         backward(y, dy);
         counted = {forward_end - start, cuda::launches() - forward_end};
@@ -53,21 +79,39 @@ LayerLaunches encoder_layer_launches(MatmulPrecision precision) {
     return counted;
 }
 
+// What one encoder layer adds: a 2-layer model's count less a 1-layer one's.
+LayerLaunches encoder_layer_launches(const Setting& setting) {
+    const LayerLaunches two = model_launches(2, setting), one = model_launches(1, setting);
+    return {two.forward - one.forward, two.backward - one.backward};
+}
+
 }  // namespace
 
-// Forward: 6 linears (a bias copy and a GEMM each), 3 head splits, 2 batched products, the
-// softmax, 3 dropouts, 1 head merge, 2 Add & Norms, GELU. Backward: the seed's copy, then per
-// linear two GEMMs and its bias's sums over 80 rows (two kernels), per split or merge one
-// kernel, per batched product two GEMMs, the softmax, the dropouts, per Add & Norm its row
-// kernel and two for γ and β, GELU. bf16 adds two operand conversions per GEMM.
+// Per encoder layer. Forward: 6 linears (a bias copy and a GEMM each), 3 head splits, 2 batched
+// products, the softmax, 3 dropouts, 1 head merge, 2 Add & Norms, GELU. Backward: per linear
+// two GEMMs and its bias's sums over 36 rows (two kernels), per split or merge one kernel, per
+// batched product two GEMMs, the softmax, the dropouts, per Add & Norm its row kernel and two
+// for γ and β, GELU. bf16 adds two operand conversions per GEMM. QDQBERT's 20 quantizers a
+// layer (each linear's input and weight, attention's four product inputs, both inputs of each
+// residual add) add per quantizer its forward kernel (which checks the range too) and the STE's
+// backward; LSQ's step size adds its gradient's partial sums and their sum.
 TEST(Cuda, AnEncoderLayerLaunchesWhatItsOpsLaunch) {
     if (!has_device()) GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
-    const LayerLaunches f32 = encoder_layer_launches(MatmulPrecision::F32);
+    const LayerLaunches f32 = encoder_layer_launches({});
     EXPECT_EQ(f32.forward, 6 * 2 + 3 + 2 + 1 + 3 + 1 + 2 + 1);
-    EXPECT_EQ(f32.backward, 1 + 6 * 4 + 3 + 2 * 2 + 1 + 3 + 1 + 2 * 3 + 1) << "the seed's copy first";
-    const LayerLaunches bf16 = encoder_layer_launches(MatmulPrecision::BF16);
+    EXPECT_EQ(f32.backward, 6 * 4 + 3 + 2 * 2 + 1 + 3 + 1 + 2 * 3 + 1);
+    const LayerLaunches bf16 = encoder_layer_launches({.precision = MatmulPrecision::BF16, .quantization = std::nullopt});
     EXPECT_EQ(bf16.forward, f32.forward + 2 * (6 + 2));
     EXPECT_EQ(bf16.backward, f32.backward + 2 * (6 * 2 + 2 * 2));
+    const LayerLaunches qat = encoder_layer_launches({.precision = MatmulPrecision::F32, .quantization = QuantizationConfig{}});
+    QuantizationConfig lsq_config;
+    lsq_config.input.learn_step_size = lsq_config.weight.learn_step_size = true;
+    const LayerLaunches lsq = encoder_layer_launches({.precision = MatmulPrecision::F32, .quantization = lsq_config});
+    const int64_t quantizers = 6 * 2 + 4 + 2 * 2;
+    EXPECT_EQ(qat.forward, f32.forward + quantizers);
+    EXPECT_EQ(qat.backward, f32.backward + quantizers);
+    EXPECT_EQ(lsq.forward, qat.forward);
+    EXPECT_EQ(lsq.backward, f32.backward + 3 * quantizers);
 }
 
 // rows: one block of 32 and fewer, a whole number of blocks, and a part-filled last block.

@@ -18,15 +18,18 @@ namespace qdq::cuda {
 // The first channel whose range fake quantization cannot use (NaN, infinite or negative), kept
 // inverted, ~((channel << 32) | the range's bits), so that a word zeroed on the device means no
 // fault and atomicMax keeps the smallest channel with its value.
+__device__ inline void check_range(const float* amax, int64_t c, unsigned long long* fault) {
+    const float a = amax[c];
+    if (!(a >= 0.0f && a < INFINITY)) atomicMax(fault, ~(((unsigned long long)c << 32) | float_bits(a)));
+}
+
 struct RangeCheckOp {
     const float* amax;
     unsigned long long* fault;
-    __device__ void operator()(int64_t c) const {
-        const float a = amax[c];
-        if (!(a >= 0.0f && a < INFINITY)) atomicMax(fault, ~(((unsigned long long)c << 32) | float_bits(a)));
-    }
+    __device__ void operator()(int64_t c) const { check_range(amax, c, fault); }
 };
 
+// Threads 0 to C − 1 (there are n ≥ C of them) also check the ranges, which saves a launch.
 struct FakeQuantForwardOp {
     float* y;
     const float* x;
@@ -35,7 +38,9 @@ struct FakeQuantForwardOp {
     int64_t C, inner;
     bool clip_to_amax;  // PACT
     bool codes;         // the integer codes, not divided back (quant_codes)
-    __host__ __device__ void operator()(int64_t i) const {
+    unsigned long long* fault;
+    __device__ void operator()(int64_t i) const {
+        if (i < C) check_range(amax, i, fault);
         const float a = amax[(i / inner) % C];
         const ChannelScale s = channel_scale(a, bound);
         y[i] = fake_quant_value(x[i], s.scale, codes ? 1.0f : s.divisor, lo, bound, clip_to_amax ? a : INFINITY);
