@@ -17,7 +17,7 @@ void sum_repeats(float* db, const float* dy, int64_t nb, int64_t repeats) {
     }
     DeviceArray<float> partials((size_t)(blocks * nb), Uninitialized{});
     for_each(blocks * nb, RepeatPartialsOp{partials.ptr, dy, nb, repeats});
-    for_each(nb, AddRepeatPartialsOp{db, partials.ptr, nb, blocks});
+    for_each(nb, SumRepeatsOp{db, partials.ptr, nb, blocks});
 }
 void broadcast_binary(float* y, const float* a, const float* b, const BroadcastShape& s, int kind, int64_t n) {
     for_each(n, BroadcastBinaryOp{y, a, b, s, kind});

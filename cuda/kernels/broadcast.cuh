@@ -37,7 +37,7 @@ struct RepeatTrailingOp {
 // sums added in order: one thread per column summing every row left most of a GPU idle.
 constexpr int64_t kRepeatBlock = 32;
 
-// db[j] += Σ_k dy[k·nb + j] over every copy, in order
+// db[j] += Σ_k dy[k·nb + j] over every copy, in order (the blocks' partials are such copies too)
 struct SumRepeatsOp {
     float* db;
     const float* dy;
@@ -60,18 +60,6 @@ struct RepeatPartialsOp {
         float sum = 0.0f;
         for (int64_t k = k0; k < k1; ++k) sum += dy[k * nb + j];
         partials[i] = sum;
-    }
-};
-
-// db[j] += the blocks' partials of column j, summed in block order
-struct AddRepeatPartialsOp {
-    float* db;
-    const float* partials;
-    int64_t nb, blocks;
-    __host__ __device__ void operator()(int64_t j) const {
-        float sum = 0.0f;
-        for (int64_t b = 0; b < blocks; ++b) sum += partials[b * nb + j];
-        db[j] += sum;
     }
 };
 
