@@ -56,8 +56,8 @@ static __global__ void layernorm_backward_rows(float* dx, float* dx2, const floa
     }
 }
 
-// dγ and dβ by blocks of rows, as the CPU sums them: each block's partial sums from zero, then
-// the blocks' partials in block order. A thread per (block, column) spreads a column's rows over
+// dγ and dβ by blocks of rows, in the order the CPU sums them (its kBlockRows, 32 too): each
+// block's partial sums from zero, then the blocks' partials in block order. A thread per (block, column) spreads a column's rows over
 // the GPU; one thread per column summing every row kept BERT-base's 768 columns on six SMs.
 constexpr int64_t kLayerNormBlockRows = 32;
 
