@@ -112,10 +112,13 @@ void embedding_forward(float* out, const float* weight, const int32_t* ids, int6
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C, int64_t padding_idx);
 // Fake quantization's ranges are checked on the device without a wait, by fake_quant_forward:
 // the first that is NaN, infinite or negative is reported by the next copy from the device to
-// the host, which throws the CPU op's error (report_range_fault, called by copy). A check writes
-// range_fault_word() (made on first use), which marks that one ran.
+// the host, which throws the CPU op's error. A check writes range_fault_word() (made on first
+// use), which marks that one ran; copy then takes range_fault_to_read(), the word if a check ran
+// since its last read (null otherwise), reads it with its own copy's wait, and hands the value
+// to report_range_fault.
 unsigned long long* range_fault_word();
-void report_range_fault();
+const unsigned long long* range_fault_to_read();
+void report_range_fault(unsigned long long word);
 // Fake quantization of n elements seen as [outer, C, inner], amax [C] on the device (checked),
 // integer range [lo, bound], the input first clipped to ±amax for PACT (cuda/quant_math.h), or
 // with `codes` the integer codes themselves, not divided back (quant_codes); the backward's
@@ -135,15 +138,25 @@ void max_collect(uint32_t* amax_bits, unsigned long long* nonfinite, const float
 void histogram_collect(unsigned long long* counts, uint32_t* max_bits, unsigned long long* nonfinite, const float* x,
                        float width, int64_t bins, int64_t n);
 // Gradient clipping: Σ x² of each device array (in double, each array's blocks summed in order on
-// the host), every array's partial sums read back in one copy; and x *= factor.
+// the host), every array's partial sums read back in one copy; and x *= factor over every array.
+// Both launch once per batch of arrays (cuda/kernels/tensor_batch.cuh), not once per array.
 struct DeviceFloats {
-    const float* data;
+    float* data;
     int64_t n;
 };
 std::vector<double> sums_of_squares(const std::vector<DeviceFloats>& arrays);
-void scale(float* x, float factor, int64_t n);
-// AdamW's update of n elements (cuda/optimizer_math.h).
-void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamWScalars& s);
+void scale(const std::vector<DeviceFloats>& arrays, float factor);
+// AdamW's update (cuda/optimizer_math.h) of each parameter, with its own scalars (its group's
+// weight decay, its own step count), in one launch per batch of parameters.
+struct AdamWTensor {
+    float* param;
+    float* exp_avg;
+    float* exp_avg_sq;
+    const float* grad;
+    int64_t n;
+    AdamWScalars s;
+};
+void adamw_update(const std::vector<AdamWTensor>& tensors);
 // y = softmax(scale·x + mask) by rows of C (mask_rows[r]: row r's mask offset, or mask null);
 // dx += scale · y ⊙ (dy − Σ dy⊙y). mask and mask_rows are device pointers too.
 void softmax_rows_forward(float* y, const float* x, const float* mask, const int64_t* mask_rows, float scale,

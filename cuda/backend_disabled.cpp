@@ -67,7 +67,8 @@ void dropout_backward(float*, const float*, uint64_t, float, float, int64_t) { u
 void embedding_forward(float*, const float*, const int32_t*, int64_t, int64_t) { unavailable(); }
 void embedding_backward(float*, const float*, const int32_t*, int64_t, int64_t, int64_t) { unavailable(); }
 unsigned long long* range_fault_word() { unavailable(); }
-void report_range_fault() { unavailable(); }
+const unsigned long long* range_fault_to_read() { unavailable(); }
+void report_range_fault(unsigned long long) { unavailable(); }
 void fake_quant_forward(float*, const float*, const float*, float, float, int64_t, int64_t, int64_t, bool, bool) {
     unavailable();
 }
@@ -83,8 +84,8 @@ void histogram_collect(unsigned long long*, uint32_t*, unsigned long long*, cons
     unavailable();
 }
 std::vector<double> sums_of_squares(const std::vector<DeviceFloats>&) { unavailable(); }
-void scale(float*, float, int64_t) { unavailable(); }
-void adamw_update(float*, float*, float*, const float*, int64_t, const AdamWScalars&) { unavailable(); }
+void scale(const std::vector<DeviceFloats>&, float) { unavailable(); }
+void adamw_update(const std::vector<AdamWTensor>&) { unavailable(); }
 void softmax_rows_forward(float*, const float*, const float*, const int64_t*, float, int64_t, int64_t) { unavailable(); }
 void softmax_rows_backward(float*, const float*, const float*, float, int64_t, int64_t) { unavailable(); }
 void cross_entropy_rows_forward(float*, float*, float*, const float*, const int32_t*, int32_t, int64_t, int64_t) {

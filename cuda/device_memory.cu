@@ -96,14 +96,40 @@ std::atomic<int64_t> host_wait_count{0};
 int64_t host_waits() { return host_wait_count; }
 int64_t launches() { return launch_count; }
 
+namespace {
+
+// Where a copy to the host reads the range-fault word (cuda/range_fault.cu): page-locked, so
+// that the read can be queued ahead of the copy and the copy's one wait covers both.
+unsigned long long* pinned_fault_word() {
+    static unsigned long long* word = [] {
+        void* p = nullptr;
+        QDQ_CUDA_CHECK(cudaMallocHost(&p, sizeof(unsigned long long)));
+        return static_cast<unsigned long long*>(p);
+    }();
+    return word;
+}
+
+std::mutex fault_read_mutex;  // one reader of the pinned word at a time
+
+}  // namespace
+
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;  // cudaMemcpy returns once the device is done
     cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice
                                                          : cudaMemcpyHostToDevice)
                                         : (src_on_device ? cudaMemcpyDeviceToHost
                                                          : cudaMemcpyHostToHost);
+    const unsigned long long* fault = kind == cudaMemcpyDeviceToHost ? range_fault_to_read() : nullptr;
+    if (!fault) {
+        QDQ_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+        return;
+    }
+    std::lock_guard lock(fault_read_mutex);
+    unsigned long long* word = pinned_fault_word();
+    // Same stream, queued first: when cudaMemcpy returns, the word has arrived as well.
+    QDQ_CUDA_CHECK(cudaMemcpyAsync(word, fault, sizeof *word, cudaMemcpyDeviceToHost, 0));
     QDQ_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
-    if (kind == cudaMemcpyDeviceToHost) report_range_fault();
+    report_range_fault(*word);
 }
 
 }  // namespace qdq::cuda

@@ -1,7 +1,8 @@
 // Fake quantization's ranges checked on the device (check_range, cuda/kernels/fake_quant.cuh, in
 // the forward's own kernel) instead of read back on every call: a check records the first bad
-// range in a device word, and the next read from the device (copy, to the host) reports it. A
-// QAT step would otherwise wait for the device once per quantizer, 240 times at BERT-base.
+// range in a device word, and the next read from the device (copy, to the host) reads the word
+// with it and reports it. A QAT step would otherwise wait for the device once per quantizer, 240
+// times at BERT-base.
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
@@ -29,10 +30,9 @@ unsigned long long* range_fault_word() {
     return fault_word;
 }
 
-void report_range_fault() {
-    if (!ranges_checked.exchange(false)) return;
-    unsigned long long inverted = 0;
-    copy(&inverted, false, fault_word, true, sizeof inverted);
+const unsigned long long* range_fault_to_read() { return ranges_checked.exchange(false) ? fault_word : nullptr; }
+
+void report_range_fault(unsigned long long inverted) {
     if (inverted == 0) return;
     memset_zero(fault_word, sizeof *fault_word);  // reported once
     const unsigned long long fault = ~inverted;

@@ -58,6 +58,7 @@ AdamW make_adamw(std::vector<ParamGroup> groups, const AdamWOptions& options) {
 
 void adamw_step(AdamW& opt, double lr) {
     if (!(lr >= 0)) throw std::runtime_error("AdamW: lr must be >= 0, got " + std::to_string(lr));
+    std::vector<cuda::AdamWTensor> on_device;  // updated together: a launch per batch, not per parameter
     size_t k = 0;
     for (const ParamGroup& group : opt.groups) {
         for (const NamedTensor& p : group.params) {
@@ -73,11 +74,12 @@ void adamw_step(AdamW& opt, double lr) {
             ++t;
             const AdamWScalars scalars = adamw_scalars(opt.options, lr, group.weight_decay, t);
             if (p.tensor.is_cuda())
-                cuda::adamw_update(p.tensor.f32(), exp_avg.f32(), exp_avg_sq.f32(), grad.f32(), p.tensor.numel(), scalars);
+                on_device.push_back({p.tensor.f32(), exp_avg.f32(), exp_avg_sq.f32(), grad.f32(), p.tensor.numel(), scalars});
             else
                 adamw_update(p.tensor.f32(), exp_avg.f32(), exp_avg_sq.f32(), grad.f32(), p.tensor.numel(), scalars);
         }
     }
+    if (!on_device.empty()) cuda::adamw_update(on_device);
 }
 
 }  // namespace qdq

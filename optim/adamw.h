@@ -40,7 +40,7 @@ AdamW make_adamw(std::vector<ParamGroup> groups, const AdamWOptions& options = {
 AdamWScalars adamw_scalars(const AdamWOptions& options, double lr, double weight_decay, int64_t t);
 
 // One update of every parameter that has a gradient, at learning rate `lr` (the schedule's
-// value for this step). Allocates nothing.
+// value for this step). Allocates no tensor: the moments were made with the parameters.
 void adamw_step(AdamW& opt, double lr);
 
 }  // namespace qdq

@@ -61,8 +61,8 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
         if (g.dtype() != DType::F32) throw std::runtime_error("clip_grad_norm: gradients must be float32");
         grads.push_back(g);
     }
-    // Gradients on the GPU are summed and scaled there (cuda/kernels/grad_norm.cuh), their sums
-    // read back together: one wait for the device a step, not one a tensor.
+    // Gradients on the GPU are summed and scaled there (cuda/kernels/grad_norm.cuh), many a launch,
+    // their sums read back together: one wait for the device a step, not one a tensor.
     std::vector<cuda::DeviceFloats> on_device;
     for (const Tensor& g : grads)
         if (g.is_cuda()) on_device.push_back({g.f32(), g.numel()});
@@ -72,11 +72,11 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     for (const Tensor& g : grads) total += g.is_cuda() ? device_sums[next_device_sum++] : sum_of_squares(g);
     double norm = std::sqrt(total);
     double scale = max_norm / (norm + 1e-6);
-    if (scale < 1)
-        for (const Tensor& g : grads) {
-            if (g.is_cuda()) cuda::scale(g.f32(), (float)scale, g.numel());
-            else scale_in_place(g, (float)scale);
-        }
+    if (scale < 1) {
+        for (const Tensor& g : grads)
+            if (!g.is_cuda()) scale_in_place(g, (float)scale);
+        if (!on_device.empty()) cuda::scale(on_device, (float)scale);
+    }
     return norm;
 }
 

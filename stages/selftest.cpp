@@ -232,7 +232,7 @@ double check_optimizer(int64_t C) {
     AdamW cpu = make_adamw({{{{"w", p}}, 0.01}});
     adamw_step(cpu, 1e-3);
     DeviceArray<float> dp(param), dm(zeros), dv(zeros), dg(grad);
-    cuda::adamw_update(dp.ptr, dm.ptr, dv.ptr, dg.ptr, C, adamw_scalars({}, 1e-3, 0.01, 1));
+    cuda::adamw_update({{dp.ptr, dm.ptr, dv.ptr, dg.ptr, C, adamw_scalars({}, 1e-3, 0.01, 1)}});
     const double w = worst(dp.host(), p.to_vector(), 1e-7, 1e-6);
     double norm = std::sqrt(cuda::sums_of_squares({{dg.ptr, C}})[0]), cpu_norm = 0;
     for (float g : grad) cpu_norm += (double)g * g;

@@ -282,7 +282,8 @@ TEST(Cuda, LossesBackwardWithoutWaitingForTheDevice) {
 
 // Fake quantization checks its ranges on the device: good ranges cost no wait, and a bad one
 // (channel 1 negative, channel 2 NaN) is the error of the next read from the device, with the CPU
-// op's words. Once reported it is gone, and the device reads again.
+// op's words; that read waits once, for itself and the ranges. Once reported the fault is gone,
+// and the device reads again.
 TEST(Cuda, FakeQuantChecksItsRangesWithoutWaiting) {
     REQUIRE_CUDA_DEVICE();
     const Tensor x = random_tensor({4, 5}, 67, -2.0f, 2.0f).to(Device::CUDA).set_requires_grad();
@@ -292,7 +293,9 @@ TEST(Cuda, FakeQuantChecksItsRangesWithoutWaiting) {
     const Tensor y = fake_quant(x, good, per_channel);
     backward(y, full({4, 5}, 1.0f, Device::CUDA));
     EXPECT_EQ(cuda::host_waits() - waits, 0);
+    waits = cuda::host_waits();
     EXPECT_NO_THROW(y.to(Device::CPU));
+    EXPECT_EQ(cuda::host_waits() - waits, 1) << "the checked ranges are read with the copy, in its wait";
 
     const Tensor bad = from_vector({4}, {1.0f, -1.0f, NAN, 0.5f}).to(Device::CUDA);
     waits = cuda::host_waits();

@@ -297,23 +297,37 @@ TEST(CudaKernelsOnHost, CalibrationCollectionEqualsTheCpuCalibrators) {
 }
 
 // Clipping by the kernels (Σ x² per block in double, partials summed in block order, then the
-// scale where the norm exceeds 1) against clip_grad_norm on the CPU: the norm within double
-// rounding, the gradients within a float ulp (one is left alone: its norm is below 1).
+// scale where the norm exceeds 1) against clip_grad_norm on the CPU, the arrays in one batch as
+// the backend hands them over: the norm within double rounding, the gradients within a float ulp
+// (one is left alone: its norm is below 1).
 TEST(CudaKernelsOnHost, GradientClippingMatchesTheCpu) {
-    for (int64_t n : {int64_t{1}, int64_t{77}, int64_t{3000}}) {
-        std::vector<float> g = uniform(n, 70, 3.0f);
+    const std::vector<int64_t> sizes = {1, 77, 0, 3000};
+    std::vector<std::vector<float>> g;
+    std::vector<const float*> data;
+    size_t partials = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+        g.push_back(uniform(sizes[k], 70 + k, 3.0f));
+        data.push_back(g.back().data());
+        partials += sizes[k] > 0 ? cuda::sum_of_squares_block_count(sizes[k], 256) : 0;
+    }
+    std::vector<double> partial(partials);
+    cuda::sums_of_squares_batched(partial.data(), data, sizes, 256);
+    size_t first = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+        const int64_t n = sizes[k];
+        if (n == 0) continue;
         Tensor p = from_vector({n}, std::vector<float>((size_t)n, 0.0f)).set_requires_grad();
-        std::copy(g.begin(), g.end(), p.grad_buffer().f32());
+        std::copy(g[k].begin(), g[k].end(), p.grad_buffer().f32());
         const double cpu_norm = clip_grad_norm(std::vector<Tensor>{p}, 1.0);
-        std::vector<double> partial(cuda::sum_of_squares_block_count(n, 256));
-        cuda::sum_of_squares(partial.data(), g.data(), n, 256);
+        const size_t blocks = cuda::sum_of_squares_block_count(n, 256);
         double total = 0;
-        for (double v : partial) total += v;
+        for (size_t b = first; b < first + blocks; ++b) total += partial[b];
+        first += blocks;
         const double norm = std::sqrt(total);
         EXPECT_NEAR(norm, cpu_norm, 1e-12 * cpu_norm) << n;
         const double factor = 1.0 / (norm + 1e-6);  // max_norm 1
-        if (factor < 1) cuda::for_each(n, cuda::ScaleOp{g.data(), (float)factor}, 256);
-        expect_close(g, p.grad().to_vector(), 0.0f, 1.2e-7f, "clipped " + std::to_string(n));
+        if (factor < 1) cuda::for_each_of_batches(std::vector<cuda::ScaleOp>{{g[k].data(), (float)factor}}, {n}, 256);
+        expect_close(g[k], p.grad().to_vector(), 0.0f, 1.2e-7f, "clipped " + std::to_string(n));
     }
 }
 

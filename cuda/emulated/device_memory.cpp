@@ -130,11 +130,14 @@ int64_t launches() { return launch_count; }
 
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;
+    const unsigned long long* fault = src_on_device && !dst_on_device ? range_fault_to_read() : nullptr;
+    unsigned long long fault_value = 0;
     {
         DeviceMemoryAccess access;
         std::memmove(dst, src, bytes);
+        if (fault) fault_value = *fault;  // read with the copy, as a GPU's queued read (device_memory.cu)
     }
-    if (src_on_device && !dst_on_device) report_range_fault();
+    if (fault) report_range_fault(fault_value);
 }
 
 }  // namespace qdq::cuda
