@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,16 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
                   GemmMath math);
 // out[i] = the bf16 bits of x[i], n elements on the device.
 void to_bf16(uint16_t* out, const float* x, int64_t n);
+// A bf16 copy of n device floats (to_bf16), freed with its last holder: an operand converted
+// once and read by every product that needs it, as a linear's weight is by its forward and its
+// input's gradient.
+using Bf16Array = std::shared_ptr<const uint16_t>;
+Bf16Array bf16_array(const float* x, int64_t n);
+// gemm_batched in bf16 on operands already converted: A and B hold the bf16 bits of what the
+// float operands would hold, at the same offsets.
+void gemm_batched_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
+                       int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                       const GemmBatch& batch);
 
 // The kernels of cuda/kernels/*.cuh, with the arguments of their CPU twins in autograd/ops/.
 // y[i] = value

@@ -39,6 +39,11 @@ void gemm_batched(bool, bool, int64_t, int64_t, int64_t, float, const float*, in
     unavailable();
 }
 void to_bf16(uint16_t*, const float*, int64_t) { unavailable(); }
+Bf16Array bf16_array(const float*, int64_t) { unavailable(); }
+void gemm_batched_bf16(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*, int64_t,
+                       float, float*, int64_t, const GemmBatch&) {
+    unavailable();
+}
 void fill(float*, float, int64_t) { unavailable(); }
 void add(float*, const float*, const float*, int64_t) { unavailable(); }
 void add_trailing(float*, const float*, const float*, int64_t, int64_t) { unavailable(); }

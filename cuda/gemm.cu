@@ -28,22 +28,6 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
                                  (int)g.ld_second, &beta, g.out, (int)g.ld_out));
 }
 
-namespace {
-
-// The bf16 bits of n stored floats, in the same layout, so leading dimensions and strides stay.
-struct Bf16Copy {
-    uint16_t* bits = nullptr;
-    Bf16Copy(const float* x, int64_t n) {
-        bits = static_cast<uint16_t*>(device_alloc((size_t)n * sizeof(uint16_t)));
-        to_bf16(bits, x, n);
-    }
-    ~Bf16Copy() { device_free(bits); }
-    Bf16Copy(const Bf16Copy&) = delete;
-    Bf16Copy& operator=(const Bf16Copy&) = delete;
-};
-
-}  // namespace
-
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
     gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::BF16);
@@ -55,12 +39,18 @@ void gemm_tf32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
 }
 
 // cublasSgemmStridedBatched; cublasGemmStridedBatchedEx on the FP32 operands in TF32, or on
-// bf16 copies of them (FP32 compute). column_major_gemm swaps the operands, so cuBLAS's first is
-// B, its second A.
+// bf16 copies of them (FP32 compute, gemm_batched_bf16). column_major_gemm swaps the operands, so
+// cuBLAS's first is B, its second A.
 void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmBatch& batch,
                   GemmMath math) {
     if (M == 0 || N == 0 || batch.count == 0) return;
+    if (math == GemmMath::BF16) {
+        const Bf16Array a = bf16_array(A, stored_span(trans_a ? K : M, trans_a ? M : K, lda, batch.count, batch.stride_a));
+        const Bf16Array b = bf16_array(B, stored_span(trans_b ? N : K, trans_b ? K : N, ldb, batch.count, batch.stride_b));
+        gemm_batched_bf16(trans_a, trans_b, M, N, K, alpha, a.get(), lda, b.get(), ldb, beta, C, ldc, batch);
+        return;
+    }
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
     const int count = (int)batch.count;
     ++launch_count;
@@ -73,20 +63,24 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
                                                     CUBLAS_GEMM_DEFAULT));
         return;
     }
-    if (math == GemmMath::F32) {
-        QDQ_CUBLAS_CHECK(cublasSgemmStridedBatched(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
-                                                   (int)g.k, &alpha, g.first, (int)g.ld_first, batch.stride_b,
-                                                   g.second, (int)g.ld_second, batch.stride_a, &beta, g.out,
-                                                   (int)g.ld_out, batch.stride_c, count));
-        return;
-    }
-    const Bf16Copy a(A, stored_span(trans_a ? K : M, trans_a ? M : K, lda, batch.count, batch.stride_a));
-    const Bf16Copy b(B, stored_span(trans_b ? N : K, trans_b ? K : N, ldb, batch.count, batch.stride_b));
+    QDQ_CUBLAS_CHECK(cublasSgemmStridedBatched(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
+                                               (int)g.k, &alpha, g.first, (int)g.ld_first, batch.stride_b, g.second,
+                                               (int)g.ld_second, batch.stride_a, &beta, g.out, (int)g.ld_out,
+                                               batch.stride_c, count));
+}
+
+void gemm_batched_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
+                       int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                       const GemmBatch& batch) {
+    if (M == 0 || N == 0 || batch.count == 0) return;
+    // The mapping only swaps the operands: it is taken on the float pointers' shapes alone.
+    const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, nullptr, lda, nullptr, ldb, C, ldc);
+    ++launch_count;
     QDQ_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
-                                                (int)g.k, &alpha, b.bits, CUDA_R_16BF, (int)g.ld_first, batch.stride_b,
-                                                a.bits, CUDA_R_16BF, (int)g.ld_second, batch.stride_a, &beta, g.out,
-                                                CUDA_R_32F, (int)g.ld_out, batch.stride_c, count, CUBLAS_COMPUTE_32F,
-                                                CUBLAS_GEMM_DEFAULT));
+                                                (int)g.k, &alpha, B, CUDA_R_16BF, (int)g.ld_first, batch.stride_b,
+                                                A, CUDA_R_16BF, (int)g.ld_second, batch.stride_a, &beta, g.out,
+                                                CUDA_R_32F, (int)g.ld_out, batch.stride_c, (int)batch.count,
+                                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace qdq::cuda

@@ -8,7 +8,8 @@
 //
 // The GEMM is chosen when the op runs forward, from the device and the thread's matmul
 // precision (matmul_precision.h), and the backward closure keeps it: bf16 forward, bf16
-// backward, on the CPU and on the GPU alike.
+// backward, on the CPU and on the GPU alike. On the GPU a bf16 product's operands are converted
+// once each (Operand): the backward keeps the forward's copies, as autocast keeps bf16 inputs.
 #include "autograd/gemm.h"
 #include "autograd/gemm_bf16.h"
 #include "autograd/matmul_precision.h"
@@ -29,19 +30,30 @@ using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const floa
 struct GemmChoice {
     Device device;
     MatmulPrecision precision;
-    GemmFn one() const {
-        if (device == Device::CUDA)
-            return precision == MatmulPrecision::BF16 ? &cuda::gemm_bf16
-                   : precision == MatmulPrecision::TF32 ? &cuda::gemm_tf32
-                                                        : &cuda::gemm;
-        return precision == MatmulPrecision::BF16 ? &gemm_bf16 : &qdq::gemm;  // no TF32 on a CPU
-    }
+    GemmFn cpu_gemm() const { return precision == MatmulPrecision::BF16 ? &gemm_bf16 : &qdq::gemm; }  // no TF32 on a CPU
     cuda::GemmMath device_math() const {
         return precision == MatmulPrecision::BF16 ? cuda::GemmMath::BF16
                : precision == MatmulPrecision::TF32 ? cuda::GemmMath::TF32
                                                     : cuda::GemmMath::F32;
     }
+    bool device_bf16() const { return device == Device::CUDA && precision == MatmulPrecision::BF16; }
+    // The bf16 copy of x that the device's bf16 products read; null for any other product.
+    cuda::Bf16Array bf16_copy(const Tensor& x) const {
+        return device_bf16() ? cuda::bf16_array(x.f32(), x.numel()) : nullptr;
+    }
 };
+
+// A product's operand: its floats and, for the device's bf16 products, their bf16 copy. The copy
+// is made once per tensor and kept by the backward: a linear's weight is read by its forward and
+// by its input's gradient, its input by the forward and the weight's gradient, dy by both
+// gradients, and each is converted once, not at every GEMM.
+struct Operand {
+    const float* f32;
+    const uint16_t* bf16;
+    Operand at(int64_t offset) const { return {f32 + offset, bf16 ? bf16 + offset : nullptr}; }
+};
+
+Operand operand(const Tensor& x, const cuda::Bf16Array& copy) { return {x.f32(), copy.get()}; }
 
 GemmChoice gemm_on(Device device) { return {device, matmul_precision()}; }
 
@@ -69,18 +81,27 @@ struct BatchedProduct {
 // entries run one after the other. Entries that share an output (summing into it) never run
 // together.
 void products(const GemmChoice& gemm, const cuda::GemmBatch& batch, bool shared_output, bool trans_a, bool trans_b,
-              int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-              float* C, int64_t ldc) {
-    if (gemm.device == Device::CUDA && !shared_output) {
-        cuda::gemm_batched(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, batch, gemm.device_math());
+              int64_t M, int64_t N, int64_t K, Operand A, int64_t lda, Operand B, int64_t ldb, float beta, float* C,
+              int64_t ldc) {
+    if (gemm.device == Device::CUDA) {
+        const cuda::GemmBatch call = shared_output ? cuda::GemmBatch{1, 0, 0, 0} : batch;
+        for (int64_t i = 0; i < batch.count; i += call.count) {
+            const Operand a = A.at(i * batch.stride_a), b = B.at(i * batch.stride_b);
+            float* c = C + i * batch.stride_c;
+            if (gemm.device_bf16())
+                cuda::gemm_batched_bf16(trans_a, trans_b, M, N, K, 1.0f, a.bf16, lda, b.bf16, ldb, beta, c, ldc, call);
+            else
+                cuda::gemm_batched(trans_a, trans_b, M, N, K, 1.0f, a.f32, lda, b.f32, ldb, beta, c, ldc, call,
+                                   gemm.device_math());
+        }
         return;
     }
-    const GemmFn one = gemm.one();
+    const GemmFn one = gemm.cpu_gemm();
     auto entry = [&](int64_t i) {
-        one(trans_a, trans_b, M, N, K, 1.0f, A + i * batch.stride_a, lda, B + i * batch.stride_b, ldb, beta,
+        one(trans_a, trans_b, M, N, K, 1.0f, A.f32 + i * batch.stride_a, lda, B.f32 + i * batch.stride_b, ldb, beta,
             C + i * batch.stride_c, ldc);
     };
-    if (gemm.device == Device::CPU && !shared_output && batch.count > 1 && batch.count >= omp_get_max_threads()) {
+    if (!shared_output && batch.count > 1 && batch.count >= omp_get_max_threads()) {
         parallel_for(batch.count, 1, [&](int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end; ++i) entry(i);
         });
@@ -89,14 +110,14 @@ void products(const GemmChoice& gemm, const cuda::GemmBatch& batch, bool shared_
     for (int64_t i = 0; i < batch.count; ++i) entry(i);
 }
 
-void product_forward(const BatchedProduct& p, const GemmChoice& gemm, float* y, const float* a, const float* b) {
+void product_forward(const BatchedProduct& p, const GemmChoice& gemm, float* y, Operand a, Operand b) {
     products(gemm, {p.batch, p.stride_a, p.stride_b, p.stride_y}, false, p.trans_a, p.trans_b, p.M, p.N, p.K, a,
              p.lda(), b, p.ldb(), 0.0f, y, p.N);
 }
 
 // Either gradient pointer may be null (that input needs none).
-void product_backward(const BatchedProduct& p, const GemmChoice& gemm, float* ga, float* gb, const float* gy,
-                      const float* a, const float* b) {
+void product_backward(const BatchedProduct& p, const GemmChoice& gemm, float* ga, float* gb, Operand gy, Operand a,
+                      Operand b) {
     if (ga) {
         if (!p.trans_a)
             products(gemm, {p.batch, p.stride_y, p.stride_b, p.stride_a}, false, false, !p.trans_b, p.M, p.K, p.N,
@@ -147,17 +168,18 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
     Shape out_shape = batch_shape;
     out_shape.push_back(M);
     out_shape.push_back(N);
-    Tensor y;
-    if (K == 0) {
-        y = zeros(out_shape, DType::F32, a.device());
-    } else {
-        y = empty(out_shape, DType::F32, a.device());
-        product_forward(p, gemm, y.f32(), a.f32(), b.f32());
-    }
-    if (needs_grad({a, b}))
-        record(y, {a, b}, [a, b, p, gemm](const Tensor& gy) {
-            product_backward(p, gemm, grad_data_or_null(a), grad_data_or_null(b), gy.f32(), a.f32(), b.f32());
+    Tensor y = K == 0 ? zeros(out_shape, DType::F32, a.device()) : empty(out_shape, DType::F32, a.device());
+    const cuda::Bf16Array a16 = gemm.bf16_copy(a), b16 = gemm.bf16_copy(b);
+    if (K > 0) product_forward(p, gemm, y.f32(), operand(a, a16), operand(b, b16));
+    if (needs_grad({a, b})) {
+        // a's gradient reads b, b's reads a: a copy is kept only for a gradient that needs it.
+        const cuda::Bf16Array kept_a = b.requires_grad() ? a16 : nullptr, kept_b = a.requires_grad() ? b16 : nullptr;
+        record(y, {a, b}, [a, b, p, gemm, kept_a, kept_b](const Tensor& gy) {
+            const cuda::Bf16Array gy16 = gemm.bf16_copy(gy);
+            product_backward(p, gemm, grad_data_or_null(a), grad_data_or_null(b), operand(gy, gy16), operand(a, kept_a),
+                             operand(b, kept_b));
         });
+    }
     return y;
 }
 
@@ -185,7 +207,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     Shape out_shape = x.shape();
     out_shape.back() = out;
     Tensor y = empty(out_shape, DType::F32, device);
-    const GemmFn gemm_fn = gemm_on(device).one();
+    const GemmChoice gemm = gemm_on(device);
+    const cuda::GemmBatch single{1, 0, 0, 0};
 
     float beta = 0.0f;
     if (bias.defined()) {
@@ -202,21 +225,26 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         }
         beta = 1.0f;
     }
+    const cuda::Bf16Array x16 = gemm.bf16_copy(x), weight16 = gemm.bf16_copy(weight);
     if (in > 0)
-        gemm_fn(false, true, rows, out, in, 1.0f, x.f32(), in, weight.f32(), in, beta, y.f32(),
-                out);
+        products(gemm, single, false, false, true, rows, out, in, operand(x, x16), in, operand(weight, weight16), in,
+                 beta, y.f32(), out);
     else if (!bias.defined())
         y = zeros(out_shape, DType::F32, device);
 
-    if (needs_grad({x, weight, bias}))
-        record(y, {x, weight, bias}, [x, weight, bias, rows, out, in, gemm_fn](const Tensor& gy) {
+    if (needs_grad({x, weight, bias})) {
+        // dx reads the weight, dW reads x: a copy is kept only for a gradient that needs it.
+        const cuda::Bf16Array kept_x = weight.requires_grad() ? x16 : nullptr;
+        const cuda::Bf16Array kept_weight = x.requires_grad() ? weight16 : nullptr;
+        record(y, {x, weight, bias}, [x, weight, bias, rows, out, in, gemm, single, kept_x, kept_weight](const Tensor& gy) {
             const float* g = gy.f32();
+            const cuda::Bf16Array gy16 = x.requires_grad() || weight.requires_grad() ? gemm.bf16_copy(gy) : nullptr;
             if (x.requires_grad())
-                gemm_fn(false, false, rows, in, out, 1.0f, g, out, weight.f32(), in, 1.0f,
-                        x.grad_buffer().f32(), in);
+                products(gemm, single, false, false, false, rows, in, out, operand(gy, gy16), out,
+                         operand(weight, kept_weight), in, 1.0f, x.grad_buffer().f32(), in);
             if (weight.requires_grad())
-                gemm_fn(true, false, out, in, rows, 1.0f, g, out, x.f32(), in, 1.0f,
-                        weight.grad_buffer().f32(), in);
+                products(gemm, single, false, true, false, out, in, rows, operand(gy, gy16), out, operand(x, kept_x), in,
+                         1.0f, weight.grad_buffer().f32(), in);
             if (bias.defined() && bias.requires_grad()) {
                 float* gb = bias.grad_buffer().f32();
                 if (x.is_cuda()) {
@@ -234,6 +262,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                              });
             }
         });
+    }
     return y;
 }
 
