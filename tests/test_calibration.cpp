@@ -163,6 +163,61 @@ TEST(Calibration, MaxCollectorOnlyServesTheMaxMethod) {
     check_calibrated(task->model(), "");
 }
 
+namespace {
+
+// Without all_methods, quantization.calibrator chooses: one method, the same metrics as its row
+// of the full run (the same pass over the same batches).
+void expect_one_method_as_in_the_full_run(const TempDir& dir, const CalibrationResult& result,
+                                          const std::string& float_weights) {
+    for (const auto& [calibrator, percentile, name] :
+         {std::tuple{"mse", 99.99, "mse"}, std::tuple{"percentile", 99.9, "percentile-99.9"}}) {
+        nlohmann::json one_raw = quantized_config(dir, std::string("one_") + calibrator);
+        one_raw["model"]["init"] = float_weights;
+        one_raw["quantization"]["calibrator"] = calibrator;
+        one_raw["quantization"]["percentile"] = percentile;
+        RunConfig one = parse(one_raw);
+        std::unique_ptr<Task> one_task = make_task(one, {true, true});
+        const CalibrationResult single = calibrate(one, *one_task, {.sensitivity = Sensitivity::none});
+        ASSERT_EQ(single.methods.size(), 1u) << calibrator;
+        EXPECT_EQ(single.best, name);
+        EXPECT_FALSE(single.sensitivity);
+        ASSERT_TRUE(find_method(result, name)) << name;
+        EXPECT_EQ(single.methods[0].metrics, find_method(result, name)->metrics) << name;
+        EXPECT_FALSE(fs::exists(dir.path() / (std::string("one_") + calibrator) / "max"));
+    }
+}
+
+// QAT from a calibrated checkpoint: the ranges stay as calibrated, the weights move, and the
+// checkpoints keep the ranges, so that a resumed QAT run quantizes as before.
+void expect_qat_keeps_the_calibrated_ranges(const TempDir& dir, const fs::path& ranges) {
+    nlohmann::json qat_raw = quantized_config(dir, "qat");
+    qat_raw["model"]["init"] = ranges.string();
+    qat_raw["training"]["learning_rate"] = 1e-3;
+    qat_raw["training"]["max_steps"] = 4;
+    RunConfig qat = parse(qat_raw);
+    std::unique_ptr<Task> qat_task = make_task(qat, {true, true});
+    NamedTensors before = qat_task->model().state_dict();
+    for (NamedTensor& t : before) t.tensor = t.tensor.clone();
+    ASSERT_EQ(train(qat, *qat_task, {}).status, TrainStatus::finished);
+    NamedTensors after = qat_task->model().state_dict();
+    int ranges = 0, moved = 0;
+    for (size_t i = 0; i < before.size(); ++i) {
+        const bool same = std::equal(before[i].tensor.f32(), before[i].tensor.f32() + before[i].tensor.numel(),
+                                     after[i].tensor.f32());
+        if (before[i].name.find("_amax") != std::string::npos) {
+            ++ranges;
+            EXPECT_TRUE(same) << before[i].name;
+        } else if (!same) {
+            ++moved;
+        }
+    }
+    EXPECT_EQ(ranges, 20);
+    EXPECT_GT(moved, 10);
+    EXPECT_EQ(load_checkpoint(list_checkpoints((dir.path() / "qat").string()).back()).model.size(), before.size());
+}
+
+}  // namespace
+
 TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFromThem) {
     TempDir dir;
     write_task_files(dir);
@@ -200,51 +255,8 @@ TEST(Calibrate, WritesCheckpointsThatEvaluateToTheReportedMetricsAndQatStartsFro
         EXPECT_EQ(fresh->evaluate(16), m.metrics) << m.name;
     }
 
-    // Without all_methods, quantization.calibrator chooses: one method, the same metrics as its
-    // row of the full run (the same pass over the same batches).
-    for (const auto& [calibrator, percentile, name] :
-         {std::tuple{"mse", 99.99, "mse"}, std::tuple{"percentile", 99.9, "percentile-99.9"}}) {
-        nlohmann::json one_raw = quantized_config(dir, std::string("one_") + calibrator);
-        one_raw["model"]["init"] = float_weights;
-        one_raw["quantization"]["calibrator"] = calibrator;
-        one_raw["quantization"]["percentile"] = percentile;
-        RunConfig one = parse(one_raw);
-        std::unique_ptr<Task> one_task = make_task(one, {true, true});
-        const CalibrationResult single = calibrate(one, *one_task, {.sensitivity = Sensitivity::none});
-        ASSERT_EQ(single.methods.size(), 1u) << calibrator;
-        EXPECT_EQ(single.best, name);
-        EXPECT_FALSE(single.sensitivity);
-        ASSERT_TRUE(find_method(result, name)) << name;
-        EXPECT_EQ(single.methods[0].metrics, find_method(result, name)->metrics) << name;
-        EXPECT_FALSE(fs::exists(dir.path() / (std::string("one_") + calibrator) / "max"));
-    }
-
-    // QAT from the percentile checkpoint: the ranges stay as calibrated, the weights move.
-    nlohmann::json qat_raw = quantized_config(dir, "qat");
-    qat_raw["model"]["init"] = (out / "percentile-99.99" / "ranges.h5").string();
-    qat_raw["training"]["learning_rate"] = 1e-3;
-    qat_raw["training"]["max_steps"] = 4;
-    RunConfig qat = parse(qat_raw);
-    std::unique_ptr<Task> qat_task = make_task(qat, {true, true});
-    NamedTensors before = qat_task->model().state_dict();
-    for (NamedTensor& t : before) t.tensor = t.tensor.clone();
-    ASSERT_EQ(train(qat, *qat_task, {}).status, TrainStatus::finished);
-    NamedTensors after = qat_task->model().state_dict();
-    int ranges = 0, moved = 0;
-    for (size_t i = 0; i < before.size(); ++i) {
-        const bool same = std::equal(before[i].tensor.f32(), before[i].tensor.f32() + before[i].tensor.numel(),
-                                     after[i].tensor.f32());
-        if (before[i].name.find("_amax") != std::string::npos) {
-            ++ranges;
-            EXPECT_TRUE(same) << before[i].name;
-        } else if (!same) {
-            ++moved;
-        }
-    }
-    EXPECT_EQ(ranges, 20);
-    EXPECT_GT(moved, 10);
-    // Checkpoints keep the ranges: a resumed QAT run quantizes as before.
-    EXPECT_EQ(load_checkpoint(list_checkpoints((dir.path() / "qat").string()).back()).model.size(), before.size());
+    expect_one_method_as_in_the_full_run(dir, result, float_weights);
+    expect_qat_keeps_the_calibrated_ranges(dir, out / "percentile-99.99" / "ranges.h5");
 
     // QAT from float weights has no ranges to start from.
     nlohmann::json bad = quantized_config(dir, "qat_from_float");

@@ -41,43 +41,13 @@ RunFiles with_ranges(const TempDir& dir, const RunFiles& fp32) {
     return qdq;
 }
 
-}  // namespace
+Process export_command(const RunFiles& run, const std::string& out, const std::string& extra) {
+    return run_qdqtrain("export " + run.config_path + " --checkpoint " + run.checkpoint + " --out " + out + extra);
+}
 
-TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
-    TempDir dir;
-    write_task_files(dir);
-    nlohmann::json raw = tiny_config(dir, "run");
-    RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "float.h5").string());
-    save_model(*make_task(fp32.config, {false, false}), fp32);
-    const RunFiles qdq = with_ranges(dir, fp32);
-
-    const std::string out = (dir.path() / "out.onnx").string();
-    auto export_command = [&](const RunFiles& run, const std::string& extra) {
-        return run_qdqtrain("export " + run.config_path + " --checkpoint " + run.checkpoint + " --out " + out + extra);
-    };
-    Process p = export_command(fp32, "");
-    EXPECT_EQ(p.status, 0) << p.output;
-    EXPECT_NE(p.output.find("\"quantizers\":0"), std::string::npos) << p.output;
-    // One layer: 6 Linears × (input, weight) + 4 attention matmul inputs + 4 residual addends.
-    p = export_command(qdq, " --target onnxruntime-cpu");
-    EXPECT_EQ(p.status, 0) << p.output;
-    EXPECT_NE(p.output.find("\"quantizers\":20"), std::string::npos) << p.output;
-
-    p = export_command(fp32, " --target tensorrt-fp16");
-    EXPECT_EQ(p.status, 2) << p.output;
-    EXPECT_NE(p.output.find("--target"), std::string::npos) << p.output;
-    for (const char* count : {"0", "3x", "many", "3000000000"}) {
-        p = export_command(qdq, std::string(" --check --check-examples ") + count);
-        EXPECT_EQ(p.status, 2) << p.output;
-        EXPECT_NE(p.output.find("--check-examples must be a whole number from 1 to 2147483647; got '" + std::string(count) + "'"),
-                  std::string::npos)
-            << p.output;
-    }
-    p = run_qdqtrain("export " + fp32.config_path + " --checkpoint " + fp32.checkpoint);
-    EXPECT_EQ(p.status, 2) << p.output;
-    EXPECT_NE(p.output.find("missing --out"), std::string::npos) << p.output;
-
-    // Quantizers QuantizeLinear cannot express: exit 2 before anything is loaded.
+// Quantizers QuantizeLinear cannot express: exit 2 before anything is loaded, naming the key.
+void expect_unsupported_quantizers_refused(const TempDir& dir, const nlohmann::json& raw, const RunFiles& qdq,
+                                           const std::string& out) {
     struct Unsupported {
         nlohmann::json quantization;
         const char* key;
@@ -95,22 +65,58 @@ TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
         nlohmann::json bad = raw;
         bad["quantization"] = u.quantization;
         bad["quantization"]["calibrator"] = "max";
-        p = export_command(write_run(dir, "bad.json", bad, qdq.checkpoint), "");
+        const Process p = export_command(write_run(dir, "bad.json", bad, qdq.checkpoint), out, "");
         EXPECT_EQ(p.status, 2) << p.output;
         EXPECT_NE(p.output.find(u.key), std::string::npos) << p.output;
         EXPECT_NE(p.output.find(u.why), std::string::npos) << p.output;
     }
+}
+
+}  // namespace
+
+TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    RunFiles fp32 = write_run(dir, "fp32.json", raw, (dir.path() / "float.h5").string());
+    save_model(*make_task(fp32.config, {false, false}), fp32);
+    const RunFiles qdq = with_ranges(dir, fp32);
+
+    const std::string out = (dir.path() / "out.onnx").string();
+    Process p = export_command(fp32, out, "");
+    EXPECT_EQ(p.status, 0) << p.output;
+    EXPECT_NE(p.output.find("\"quantizers\":0"), std::string::npos) << p.output;
+    // One layer: 6 Linears × (input, weight) + 4 attention matmul inputs + 4 residual addends.
+    p = export_command(qdq, out, " --target onnxruntime-cpu");
+    EXPECT_EQ(p.status, 0) << p.output;
+    EXPECT_NE(p.output.find("\"quantizers\":20"), std::string::npos) << p.output;
+
+    p = export_command(fp32, out, " --target tensorrt-fp16");
+    EXPECT_EQ(p.status, 2) << p.output;
+    EXPECT_NE(p.output.find("--target"), std::string::npos) << p.output;
+    for (const char* count : {"0", "3x", "many", "3000000000"}) {
+        p = export_command(qdq, out, std::string(" --check --check-examples ") + count);
+        EXPECT_EQ(p.status, 2) << p.output;
+        EXPECT_NE(p.output.find("--check-examples must be a whole number from 1 to 2147483647; got '" + std::string(count) + "'"),
+                  std::string::npos)
+            << p.output;
+    }
+    p = run_qdqtrain("export " + fp32.config_path + " --checkpoint " + fp32.checkpoint);
+    EXPECT_EQ(p.status, 2) << p.output;
+    EXPECT_NE(p.output.find("missing --out"), std::string::npos) << p.output;
+
+    expect_unsupported_quantizers_refused(dir, raw, qdq, out);
     // A float checkpoint under a quantizing config has no ranges; a calibrated one under a float
     // config would lose them.
-    p = export_command({qdq.config_path, fp32.checkpoint, {}}, "");
+    p = export_command({qdq.config_path, fp32.checkpoint, {}}, out, "");
     EXPECT_EQ(p.status, 1) << p.output;
     EXPECT_NE(p.output.find("has no range"), std::string::npos) << p.output;
-    p = export_command({fp32.config_path, qdq.checkpoint, {}}, "");
+    p = export_command({fp32.config_path, qdq.checkpoint, {}}, out, "");
     EXPECT_EQ(p.status, 1) << p.output;
     EXPECT_NE(p.output.find("export would drop them"), std::string::npos) << p.output;
     nlohmann::json mlm = raw;
     mlm["data"]["task"] = "mlm";
-    p = export_command(write_run(dir, "mlm.json", mlm, fp32.checkpoint), "");
+    p = export_command(write_run(dir, "mlm.json", mlm, fp32.checkpoint), out, "");
     EXPECT_EQ(p.status, 2) << p.output;
     EXPECT_NE(p.output.find("data.task 'mlm'"), std::string::npos) << p.output;
 
@@ -125,7 +131,7 @@ TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
     nlohmann::json started = raw;
     started["model"]["init"] = encoder_path;
     const RunFiles from_encoder = write_run(dir, "from_encoder.json", started, fp32.checkpoint);
-    p = export_command(from_encoder, "");
+    p = export_command(from_encoder, out, "");
     EXPECT_EQ(p.status, 0) << p.output;
     EXPECT_EQ(p.output.find("newly initialized"), std::string::npos) << p.output;
 }
