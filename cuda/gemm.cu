@@ -28,16 +28,6 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
                                  (int)g.ld_second, &beta, g.out, (int)g.ld_out));
 }
 
-void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::BF16);
-}
-
-void gemm_tf32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-    gemm_batched(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {1, 0, 0, 0}, GemmMath::TF32);
-}
-
 // cublasSgemmStridedBatched; cublasGemmStridedBatchedEx on the FP32 operands in TF32, or on
 // bf16 copies of them (FP32 compute, gemm_batched_bf16). column_major_gemm swaps the operands, so
 // cuBLAS's first is B, its second A.

@@ -26,16 +26,4 @@ void axis_block_copy(float* dst, int64_t dst_n, int64_t dst_start, const float* 
 
 void to_bf16(uint16_t* out, const float* x, int64_t n) { for_each(n, ToBf16Op{out, x}); }
 
-Bf16Array bf16_array(const float* x, int64_t n) {
-    // At least one element, so that an empty operand is still a pointer cuBLAS may be handed.
-    uint16_t* bits = static_cast<uint16_t*>(device_alloc((size_t)(n > 0 ? n : 1) * sizeof(uint16_t)));
-    try {
-        to_bf16(bits, x, n);
-    } catch (...) {
-        device_free(bits);
-        throw;
-    }
-    return Bf16Array(bits, [](const uint16_t* p) { device_free(const_cast<uint16_t*>(p)); });
-}
-
 }  // namespace qdq::cuda
