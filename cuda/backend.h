@@ -15,7 +15,10 @@
 namespace qdq::cuda {
 
 bool built_with_cuda();
-int device_count();  // 0 without a driver or device; never throws
+int device_count();  // 0 without a usable driver and device; never throws
+// Why a GPU that is there cannot be used (a driver older than the runtime, ...), naming the
+// runtime's error; "" when there is none or it works (cuda/gpu_availability.h).
+std::string unusable_gpu();
 std::string device_description();
 // "driver 13.0, runtime 13.0" (needs a device).
 std::string runtime_versions();
@@ -23,7 +26,8 @@ std::string runtime_versions();
 int compute_capability();
 
 // The device this process uses from now on: index mod device_count() (a data-parallel rank's
-// local rank picks its GPU). Call before anything is allocated.
+// local rank picks its GPU). Call before anything is allocated: another device than the current
+// one is refused once this process holds device memory (cuda/block_cache.h).
 void select_device(int index);
 
 void* device_alloc(size_t bytes);

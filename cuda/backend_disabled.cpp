@@ -12,6 +12,7 @@ namespace qdq::cuda {
 
 bool built_with_cuda() { return false; }
 int device_count() { return 0; }
+std::string unusable_gpu() { return ""; }
 std::string device_description() { return "CUDA backend not built"; }
 std::string runtime_versions() { unavailable(); }
 void select_device(int) { unavailable(); }

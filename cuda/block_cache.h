@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -54,6 +56,25 @@ struct BlockCache {
         free.clear();
         return all;
     }
+    // Bytes of every block it holds, handed out or free.
+    size_t bytes_held() const {
+        size_t bytes = 0;
+        for (const auto& [ptr, size_class] : in_use) bytes += size_class;
+        for (const auto& [size_class, blocks] : free) bytes += size_class * blocks.size();
+        return bytes;
+    }
 };
+
+// A process uses one device, chosen before its first allocation (each data-parallel rank its
+// own). A block is memory of the device it was made on, which kernels and cuBLAS on another
+// device cannot use, and the cache would hand it out there: so moving to another device while
+// the cache holds any block is refused, naming what was allocated too early.
+inline void check_device_switch(const BlockCache& cache, int from, int to) {
+    if (from == to || cache.bytes_held() == 0) return;
+    throw std::logic_error("selecting device " + std::to_string(to) + ": device " + std::to_string(from) + " already holds " +
+                           std::to_string(cache.bytes_held()) +
+                           " bytes of this process's tensors, allocated before the device was chosen; a process "
+                           "selects its device before anything is allocated");
+}
 
 }  // namespace qdq::cuda

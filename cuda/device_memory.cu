@@ -5,24 +5,41 @@
 #include "cuda/backend.h"
 #include "cuda/block_cache.h"
 #include "cuda/check.h"
+#include "cuda/gpu_availability.h"
 #include "cuda/launch_count.h"
 
 namespace qdq::cuda {
 
 bool built_with_cuda() { return true; }
 
-int device_count() {
+namespace {
+
+// cudaGetDeviceCount's answer: the count, or why there is no usable GPU (cuda/gpu_availability.h).
+struct DeviceQuery {
     int count = 0;
-    // No driver or no device is an answer (zero), not an error.
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return count;
+    std::string unusable;
+};
+
+DeviceQuery query_devices() {
+    DeviceQuery query;
+    const cudaError_t status = cudaGetDeviceCount(&query.count);
+    if (status == cudaSuccess) return query;
+    cudaGetLastError();
+    DeviceQueryError error{cudaGetErrorName(status), cudaGetErrorString(status)};
+    cudaDriverGetVersion(&error.driver_version);
+    cudaRuntimeGetVersion(&error.runtime_version);
+    return {0, unusable_gpu_reason(error)};
 }
 
+}  // namespace
+
+int device_count() { return query_devices().count; }
+std::string unusable_gpu() { return query_devices().unusable; }
+
 std::string device_description() {
-    if (device_count() == 0) return "CUDA backend built, no CUDA device present";
+    const DeviceQuery query = query_devices();
+    if (!query.unusable.empty()) return "CUDA backend built; the GPU cannot be used: " + query.unusable;
+    if (query.count == 0) return "CUDA backend built, no CUDA device present";
     int device = 0;
     QDQ_CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp prop{};
@@ -30,8 +47,6 @@ std::string device_description() {
     return "device " + std::to_string(device) + ": " + prop.name + " (compute capability " + std::to_string(prop.major) +
            "." + std::to_string(prop.minor) + ")";
 }
-
-void select_device(int index) { QDQ_CUDA_CHECK(cudaSetDevice(index % device_count())); }
 
 int compute_capability() {
     int device = 0, major = 0, minor = 0;
@@ -45,8 +60,7 @@ std::string runtime_versions() {
     int driver = 0, runtime = 0;
     QDQ_CUDA_CHECK(cudaDriverGetVersion(&driver));
     QDQ_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-    auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
-    return "driver " + version(driver) + ", runtime " + version(runtime);
+    return "driver " + cuda_version(driver) + ", runtime " + cuda_version(runtime);
 }
 
 namespace {
@@ -63,6 +77,16 @@ DeviceBlocks& blocks() {
 }
 
 }  // namespace
+
+void select_device(int index) {
+    const int chosen = index % device_count();
+    int current = 0;
+    QDQ_CUDA_CHECK(cudaGetDevice(&current));
+    DeviceBlocks& b = blocks();
+    std::lock_guard lock(b.mutex);
+    check_device_switch(b.cache, current, chosen);
+    QDQ_CUDA_CHECK(cudaSetDevice(chosen));
+}
 
 // Every kernel, copy and cuBLAS call runs on the default stream, so a block reused after
 // device_free is written only after the work that read it: no event is needed.

@@ -1,8 +1,11 @@
 // The device allocator's reuse (cuda/block_cache.h): size classes that waste at most a quarter
-// (or less than kMinBlock), keep cudaMalloc's alignment, and a freed block found again by any size of its class.
+// (or less than kMinBlock), keep cudaMalloc's alignment, and a freed block found again by any size of its class;
+// a device chosen once memory is held refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cuda/block_cache.h"
@@ -45,4 +48,29 @@ TEST(BlockCache, AFreedBlockIsTakenAgainByItsClassOnly) {
     EXPECT_FALSE(cache.give_back(&other)) << "not handed out by this cache";
     EXPECT_EQ(cache.drain(), std::vector<void*>{b});
     EXPECT_EQ(cache.take(block_size_class(100)), nullptr) << "drained";
+}
+
+// A process's device is chosen before its first allocation: once the cache holds a block, made
+// or kept, another device is refused with the bytes and both devices named; the same one is not.
+TEST(BlockCache, AnotherDeviceIsRefusedOnceTheCacheHoldsABlock) {
+    BlockCache cache;
+    EXPECT_NO_THROW(check_device_switch(cache, 0, 1));
+    static char block[512];
+    cache.hand_out(block, 512);
+    EXPECT_EQ(cache.bytes_held(), 512u);
+    EXPECT_NO_THROW(check_device_switch(cache, 0, 0));
+    try {
+        check_device_switch(cache, 0, 1);
+        ADD_FAILURE() << "device 1 selected while device 0 holds a block";
+    } catch (const std::logic_error& e) {
+        const std::string what = e.what();
+        for (const char* part : {"selecting device 1", "device 0 already holds 512 bytes", "before anything is allocated"})
+            EXPECT_NE(what.find(part), std::string::npos) << part << " in: " << what;
+    }
+    ASSERT_TRUE(cache.give_back(block));
+    EXPECT_EQ(cache.bytes_held(), 512u) << "a kept block is still device 0's memory";
+    EXPECT_THROW(check_device_switch(cache, 0, 1), std::logic_error);
+    cache.drain();
+    EXPECT_EQ(cache.bytes_held(), 0u);
+    EXPECT_NO_THROW(check_device_switch(cache, 0, 1));
 }

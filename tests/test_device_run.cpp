@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -63,6 +64,13 @@ TrainOutcome train_run(const nlohmann::json& raw) {
     std::unique_ptr<Task> task = make_task(config, {true, true});
     return train(config, *task, {});
 }
+
+// Sets an environment variable of this process for a scope (the emulated device reads its own).
+struct ScopedVariable {
+    const char* name;
+    ScopedVariable(const char* name, const char* value) : name(name) { setenv(name, value, 1); }
+    ~ScopedVariable() { unsetenv(name); }
+};
 
 // Two saved models agree tensor by tensor within float rounding of a few steps.
 void expect_close_weights(const fs::path& a, const fs::path& b, float rtol = 2e-4f, float atol = 2e-5f) {
@@ -326,5 +334,49 @@ TEST(DeviceRun, TwoRanksOnDevicesEndWhereOneCpuProcessEnds) {
     nlohmann::json one = on_cpu(config("one"));
     one["training"]["per_device_train_batch_size"] = 8;
     ASSERT_EQ(train_run(one).status, TrainStatus::finished);
+    expect_close_weights(dir.path() / "two" / "model.h5", dir.path() / "one" / "model.h5");
+}
+
+// A GPU that is there and cannot be used (an emulated driver 12.2 under the runtime's 13.0)
+// stops a run that would go on it before any data is read, naming the runtime's error and the
+// ways out; with training.use_cpu the run goes to the CPU. Emulated only: a real driver is what
+// it is.
+TEST(DeviceRun, AnOldDriverStopsARunThatWouldGoOnTheGpu) {
+    REQUIRE_CUDA_DEVICE();
+    if (cuda::device_description().find("emulated") == std::string::npos) GTEST_SKIP() << "a real device";
+    TempDir dir;
+    write_task_files(dir);
+    const ScopedVariable old_driver("QDQ_EMULATED_DRIVER", "12020");
+    EXPECT_EQ(cuda::device_count(), 0);
+    expect_error([&] { make_task(parse(device_config(dir, "gpu")), {true, true}); },
+                 {"test.json", "the GPU cannot be used", "cudaErrorInsufficientDriver", "driver 12.2, runtime 13.0",
+                  "training.use_cpu"});
+    EXPECT_FALSE(fs::exists(dir.path() / "gpu"));
+    EXPECT_EQ(train_run(on_cpu(device_config(dir, "cpu"))).status, TrainStatus::finished);
+}
+
+// Distillation on two ranks of a machine with two GPUs (emulated): each rank takes its GPU
+// before its student and teacher are built, so that both live there (a device chosen after
+// memory is held is refused), and the run ends where one CPU process of the whole batch ends.
+TEST(DeviceRun, DistillationOnTwoRanksPutsEachRanksTeacherOnItsOwnGpu) {
+    REQUIRE_CUDA_DEVICE();
+    if (cuda::device_description().find("emulated") == std::string::npos) GTEST_SKIP() << "a real device";
+    if (skip_without_mpirun()) return;
+    TempDir dir;
+    write_task_files(dir);
+    ASSERT_EQ(train_run(on_cpu(tiny_config(dir, "teacher"))).status, TrainStatus::finished);
+    auto config = [&](const std::string& out, int batch) {
+        nlohmann::json raw = tiny_config(dir, out);
+        raw["model"]["config"]["hidden_dropout_prob"] = 0.0;
+        raw["model"]["config"]["attention_probs_dropout_prob"] = 0.0;
+        raw["training"]["per_device_train_batch_size"] = batch;
+        raw["distillation"] = {{"teacher", (dir.path() / "teacher" / "model.h5").string()}, {"temperature", 2.0}};
+        return raw;
+    };
+    const Process two = run_command("QDQ_EMULATED_DEVICES=2 " + std::string(kMpirun) + QDQTRAIN_PATH + " train " +
+                                    dir.write("two.json", config("two", 4).dump()));
+    ASSERT_EQ(two.status, 0) << two.output;
+    EXPECT_NE(two.output.find("data parallel: 2 ranks"), std::string::npos) << two.output;
+    ASSERT_EQ(train_run(on_cpu(config("one", 8))).status, TrainStatus::finished);
     expect_close_weights(dir.path() / "two" / "model.h5", dir.path() / "one" / "model.h5");
 }

@@ -24,6 +24,10 @@ std::vector<std::string> device_gaps(const RunConfig& config) {
 }
 
 void check_device_support(const RunConfig& config) {
+    const std::string unusable = cuda::unusable_gpu();
+    if (!config.training.use_cpu && !unusable.empty())
+        throw std::runtime_error(config.source + ": this run would go on the GPU, and the GPU cannot be used: " +
+                                 unusable + "\nupdate the NVIDIA driver, or set training.use_cpu to true to run on the CPU");
     if (run_device(config.training) == Device::CPU) {
         if (!config.training.tf32) return;
         const std::string why = config.training.use_cpu ? "training.use_cpu" : "no GPU";
@@ -37,6 +41,10 @@ void check_device_support(const RunConfig& config) {
     throw std::runtime_error(message + "\nset training.use_cpu to true to run it on the CPU");
 }
 
+void select_run_device(const RunConfig& config) {
+    if (run_device(config.training) == Device::CUDA && world().size > 1) cuda::select_device(world().local_rank);
+}
+
 void place_on_run_device(const nn::Module& model, const RunConfig& config) {
     const Device device = run_device(config.training);
     static bool said = false;
@@ -45,7 +53,6 @@ void place_on_run_device(const nn::Module& model, const RunConfig& config) {
         else if (cuda::device_count() > 0) std::fprintf(stderr, "qdqtrain: running on the CPU (training.use_cpu)\n");
         said = true;
     }
-    if (device == Device::CUDA && world().size > 1) cuda::select_device(world().local_rank);
     model.move_to(device);
 }
 

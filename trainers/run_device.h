@@ -26,12 +26,18 @@ Device run_device(const TrainingSettings& training);
 // is cuBLAS's bf16 products and TF32 (compute capability below 8.0). Needs a device.
 std::vector<std::string> device_gaps(const RunConfig& config);
 
-// On the GPU, throws naming every gap and the way out (training.use_cpu); on the CPU, only for
-// training.tf32, which HF's Trainer refuses without a GPU too.
+// On the GPU, throws naming every gap and the way out (training.use_cpu); on the CPU, for
+// training.tf32, which HF's Trainer refuses without a GPU too, and, unless training.use_cpu,
+// when a GPU is there and cannot be used (cuda::unusable_gpu: an old driver), which would
+// otherwise send the run to the CPU without a word.
 void check_device_support(const RunConfig& config);
 
+// Under mpirun on the GPU, takes the GPU of this rank's local rank (mod the count). Before the
+// task is built: its model, a distillation teacher and their batches are allocated on the
+// selected GPU, which cannot change once they are (cuda::select_device).
+void select_run_device(const RunConfig& config);
+
 // Moves `model` to run_device(config.training), first saying where on stderr (once per process).
-// Under mpirun each rank first takes the GPU of its local rank (mod the count).
 void place_on_run_device(const nn::Module& model, const RunConfig& config);
 
 }  // namespace qdq

@@ -144,7 +144,10 @@ ValidationHalves validation_halves(const std::vector<size_t>& validation, uint64
 }
 
 std::unique_ptr<Task> make_task(const RunConfig& config, TaskData data, const ModelLoader& load) {
-    if (data.on_run_device) check_device_support(config);  // before any data is read
+    if (data.on_run_device) {
+        check_device_support(config);  // before any data is read
+        select_run_device(config);
+    }
     if (load) data.weights = false;
     std::unique_ptr<Task> task;
     nn::DeferredInit deferred;  // the weights a file holds (model.init's, a teacher's, load's) are not drawn

@@ -9,10 +9,17 @@
 // (PROT_NONE) except while a kernel, a copy, a memset or the GEMM runs: a stray host read or
 // write is a SIGSEGV at the line that made it. One mapping, so that opening and closing is one
 // system call whatever the number of tensors.
+//
+// The machine it emulates can be set from the environment, for the tests of what a run does on
+// other machines: QDQ_EMULATED_DEVICES GPUs (1 unless set), of which a process selects one (a
+// data-parallel rank its own) and keeps that one's memory in its arena; QDQ_EMULATED_DRIVER, a
+// driver version that, below the runtime's 13000, makes the GPU one that cannot be used, as an
+// old driver does.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -20,6 +27,7 @@
 #include "cuda/backend.h"
 #include "cuda/block_cache.h"
 #include "cuda/emulated/device_access.h"
+#include "cuda/gpu_availability.h"
 #include "cuda/host_threads.h"
 #include "cuda/launch_count.h"
 
@@ -37,6 +45,7 @@ struct Arena {
     size_t opened = 0;                         // bytes currently readable (a page multiple)
     int open = 0;                              // nesting depth of DeviceMemoryAccess and launches
     BlockCache blocks;
+    int device = 0;                            // the selected one of QDQ_EMULATED_DEVICES
 
     Arena() {
         void* p = mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -77,17 +86,46 @@ const bool launches_open_memory = [] {
     return true;
 }();
 
+constexpr int kRuntimeVersion = 13000;
+
+int environment_int(const char* name, int unset) {
+    const char* value = std::getenv(name);
+    return value && *value ? std::atoi(value) : unset;
+}
+
+std::string unusable_emulated_gpu() {
+    const int driver = environment_int("QDQ_EMULATED_DRIVER", kRuntimeVersion);
+    if (driver >= kRuntimeVersion) return "";
+    return unusable_gpu_reason({"cudaErrorInsufficientDriver",
+                                "CUDA driver version is insufficient for CUDA runtime version", driver, kRuntimeVersion});
+}
+
 }  // namespace
 
 DeviceMemoryAccess::DeviceMemoryAccess() { set_access(true); }
 DeviceMemoryAccess::~DeviceMemoryAccess() { set_access(false); }
 
 bool built_with_cuda() { return true; }
-int device_count() { return 1; }
-void select_device(int) {}  // one emulated device, which every rank has to itself
+int device_count() { return unusable_emulated_gpu().empty() ? environment_int("QDQ_EMULATED_DEVICES", 1) : 0; }
+std::string unusable_gpu() { return unusable_emulated_gpu(); }
 int compute_capability() { return 80; }  // what it emulates: cuBLAS's bf16 GemmEx is there
-std::string device_description() { return "emulated CUDA device: the kernels on the host (a test build)"; }
 std::string runtime_versions() { return "driver emulated, runtime emulated"; }
+
+std::string device_description() {
+    const std::string unusable = unusable_emulated_gpu();
+    if (!unusable.empty()) return "emulated CUDA backend; the GPU cannot be used: " + unusable;
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    return "emulated CUDA device " + std::to_string(a.device) + ": the kernels on the host (a test build)";
+}
+
+void select_device(int index) {
+    const int chosen = index % device_count();
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    check_device_switch(a.blocks, a.device, chosen);
+    a.device = chosen;
+}
 
 void* device_alloc(size_t bytes) {
     (void)launches_open_memory;
