@@ -84,7 +84,7 @@ void backward(const Tensor& root, const Tensor& grad_root) { run_tape(root, grad
 void backward(const Tensor& root, const BackwardObserver& observer) {
     check(root.defined() && root.numel() == 1,
           "backward() needs a one-element tensor (a loss); reduce it first");
-    run_tape(root, full(root.shape(), 1.0f).to(root.device()), &observer);
+    run_tape(root, full(root.shape(), 1.0f, root.device()), &observer);
 }
 
 void clear_tape() { tape.clear(); }

@@ -32,8 +32,12 @@ GradReducer::GradReducer(std::vector<Tensor> params, int64_t bucket_bytes) : par
         b.flat.resize(b.flat.size() + (size_t)p.numel());
         bytes += param_bytes;
     }
+    on_device_ = !params_.empty() && params_[0].is_cuda();
+    for (const Tensor& p : params_)
+        if (p.is_cuda() != on_device_) throw std::invalid_argument("GradReducer: parameters on the CPU and the GPU together");
     for (Bucket& b : buckets_) {
         for (size_t slot = 0; slot < b.params.size(); ++slot) slot_of_[b.params[slot]] = slot;
+        if (on_device_) b.staging = empty({(int64_t)b.flat.size()}, DType::F32, Device::CUDA);
         b.flat.resize(b.flat.size() + b.params.size());  // the flags
     }
     reset();
@@ -55,17 +59,23 @@ BackwardObserver GradReducer::observer() {
             }};
 }
 
-// Copies a final gradient (zeros and flag 0 where there is none) into its bucket.
+// Copies a final gradient (zeros and flag 0 where there is none) into its bucket, on the
+// device into the bucket's staging copy.
 void GradReducer::copy_in(size_t k) {
     Bucket& b = buckets_[bucket_of_[k]];
-    float* dst = b.flat.data() + offset_of_[k];
     const Tensor& p = params_[k];
     const Tensor g = p.grad();
-    const size_t n = (size_t)p.numel();
-    if (g.defined() && g.is_cuda()) cuda::copy(dst, false, g.f32(), true, n * sizeof(float));  // staged through the host
-    else if (g.defined()) std::memcpy(dst, g.f32(), n * sizeof(float));
-    else std::memset(dst, 0, n * sizeof(float));
-    b.flat[b.flat.size() - b.params.size() + slot_of_[k]] = g.defined() ? 1.0f : 0.0f;
+    const size_t bytes = (size_t)p.numel() * sizeof(float);
+    if (on_device_) {
+        float* dst = b.staging.f32() + offset_of_[k];
+        if (g.defined()) cuda::copy(dst, true, g.f32(), true, bytes);
+        else cuda::memset_zero(dst, bytes);
+    } else {
+        float* dst = b.flat.data() + offset_of_[k];
+        if (g.defined()) std::memcpy(dst, g.f32(), bytes);
+        else std::memset(dst, 0, bytes);
+    }
+    b.flat[gradient_count(b) + slot_of_[k]] = g.defined() ? 1.0f : 0.0f;
     copied_[k] = true;
 }
 
@@ -79,6 +89,7 @@ void GradReducer::gradient_final(size_t k) {
 void GradReducer::start_ready_buckets() {
     while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
         Bucket& b = buckets_[next_++];
+        if (on_device_) cuda::copy(b.flat.data(), false, b.staging.f32(), true, gradient_count(b) * sizeof(float));
         b.sum = AsyncSum(b.flat.data(), (int64_t)b.flat.size());
     }
 }
@@ -94,7 +105,8 @@ void GradReducer::finish() {
     for (Bucket& b : buckets_) b.sum.wait();
     wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     for (Bucket& b : buckets_) {
-        const size_t flags = b.flat.size() - b.params.size();
+        const size_t flags = gradient_count(b);
+        if (on_device_) cuda::copy(b.staging.f32(), true, b.flat.data(), false, flags * sizeof(float));
         for (size_t slot = 0; slot < b.params.size(); ++slot) {
             const size_t k = b.params[slot];
             Tensor p = params_[k];
@@ -103,9 +115,9 @@ void GradReducer::finish() {
                 continue;
             }
             const Tensor grad = p.grad_buffer();
-            const float* sum = b.flat.data() + offset_of_[k];
-            if (grad.is_cuda()) cuda::copy(grad.f32(), true, sum, false, (size_t)p.numel() * sizeof(float));
-            else std::memcpy(grad.f32(), sum, (size_t)p.numel() * sizeof(float));
+            const size_t bytes = (size_t)p.numel() * sizeof(float);
+            if (on_device_) cuda::copy(grad.f32(), true, b.staging.f32() + offset_of_[k], true, bytes);
+            else std::memcpy(grad.f32(), b.flat.data() + offset_of_[k], bytes);
         }
     }
     reset();
