@@ -22,6 +22,7 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
           int64_t ldc) {
     if (M == 0 || N == 0) return;
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+    check_cublas_arguments(g, 1);
     ++launch_count;
     QDQ_CUBLAS_CHECK(cublasSgemm(handle(), op(g.trans_first), op(g.trans_second),
                                  (int)g.m, (int)g.n, (int)g.k, &alpha, g.first, (int)g.ld_first, g.second,
@@ -42,6 +43,7 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
         return;
     }
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+    check_cublas_arguments(g, batch.count);
     const int count = (int)batch.count;
     ++launch_count;
     if (math == GemmMath::TF32) {
@@ -65,6 +67,7 @@ void gemm_batched_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     if (M == 0 || N == 0 || batch.count == 0) return;
     // The mapping only swaps the operands: it is taken on the float pointers' shapes alone.
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, nullptr, lda, nullptr, ldb, C, ldc);
+    check_cublas_arguments(g, batch.count);
     ++launch_count;
     QDQ_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
                                                 (int)g.k, &alpha, B, CUDA_R_16BF, (int)g.ld_first, batch.stride_b,

@@ -5,7 +5,11 @@
 // this; the tests run it through a literal column-major reference on the CPU.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace qdq::cuda {
 
@@ -41,6 +45,25 @@ inline void column_major_sgemm(const ColumnMajorGemm& g, float alpha, float beta
 inline int64_t stored_span(int64_t rows, int64_t cols, int64_t ld, int64_t count, int64_t stride) {
     if (rows <= 0 || cols <= 0 || count <= 0) return 0;
     return (count - 1) * stride + (rows - 1) * ld + cols;
+}
+
+// cuBLAS's argument checks, which fail a call with CUBLAS_STATUS_INVALID_VALUE before any data is
+// read, whatever m, n or k: each leading dimension at least max(1, its operand's stored rows),
+// and sizes cuBLAS's 32-bit ints hold (the casts at the call would wrap them). Both backends
+// apply them before a call, so a product a GPU would refuse fails on the emulated device too,
+// with the rule it breaks.
+inline void check_cublas_arguments(const ColumnMajorGemm& g, int64_t batch_count) {
+    auto refuse = [](const std::string& rule) { throw std::runtime_error("cuBLAS GEMM: " + rule); };
+    auto at_least = [&](const char* name, int64_t ld, int64_t rows) {
+        if (ld < std::max<int64_t>(1, rows))
+            refuse(std::string(name) + " " + std::to_string(ld) + " is below max(1, " + std::to_string(rows) + ")");
+    };
+    if (g.m < 0 || g.n < 0 || g.k < 0 || batch_count < 0) refuse("m, n, k and the batch count must not be negative");
+    at_least("lda", g.ld_first, g.trans_first ? g.k : g.m);
+    at_least("ldb", g.ld_second, g.trans_second ? g.n : g.k);
+    at_least("ldc", g.ld_out, g.m);
+    const int64_t largest = std::max({g.m, g.n, g.k, g.ld_first, g.ld_second, g.ld_out, batch_count});
+    if (largest > std::numeric_limits<int>::max()) refuse(std::to_string(largest) + " does not fit cuBLAS's int");
 }
 
 inline ColumnMajorGemm column_major_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,

@@ -315,3 +315,43 @@ TEST(Cuda, FakeQuantChecksItsRangesWithoutWaiting) {
     const Tensor nothing = fake_quant(empty({0}, DType::F32, Device::CUDA), from_vector({1}, {NAN}).to(Device::CUDA), {});
     EXPECT_THROW(x.detach().to(Device::CPU), std::runtime_error);
 }
+
+namespace {
+
+// A product's output and its inputs' gradients (of the sum of the output) on `device`.
+std::vector<std::vector<float>> product_and_gradients(Device device, const std::vector<Tensor>& host_inputs,
+                                                      Tensor (*product)(const std::vector<Tensor>&)) {
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : host_inputs) inputs.push_back(t.to(device).set_requires_grad());
+    const Tensor y = product(inputs);
+    backward(sum_all(y));
+    std::vector<std::vector<float>> out{y.to_vector()};
+    for (const Tensor& t : inputs) out.push_back(t.grad().defined() ? t.grad().to_vector() : std::vector<float>{-1.0f});
+    return out;
+}
+
+Tensor linear_of(const std::vector<Tensor>& t) { return linear(t[0], t[1], t[2]); }
+Tensor matmul_of(const std::vector<Tensor>& t) { return matmul(t[0], t[1]); }
+
+}  // namespace
+
+// Products with an empty side, forward and backward, in FP32 and bf16: a batch of no rows, no
+// input features (K = 0), no output features, an empty batch of matrices. None may hand cuBLAS a
+// leading dimension it refuses (the emulated GEMM checks cuBLAS's rules as cuBLAS does), and each
+// gives the CPU's output (the bias alone, zeros or nothing) and gradients.
+TEST(Cuda, ProductsWithAnEmptySideKeepCublasArgumentRules) {
+    REQUIRE_CUDA_DEVICE();
+    const std::vector<std::vector<Shape>> linears{{{0, 4}, {5, 4}, {5}}, {{3, 0}, {5, 0}, {5}}, {{3, 4}, {0, 4}, {0}}};
+    const std::vector<std::vector<Shape>> matmuls{{{2, 3, 0}, {2, 0, 4}}, {{0, 3, 5}, {0, 5, 4}}, {{2, 0, 5}, {2, 5, 4}}};
+    for (MatmulPrecision precision : {MatmulPrecision::F32, MatmulPrecision::BF16}) {
+        const MatmulPrecisionGuard guard(precision);
+        for (const auto& [cases, product] : {std::pair{linears, &linear_of}, std::pair{matmuls, &matmul_of}})
+            for (const std::vector<Shape>& shapes : cases) {
+                std::vector<Tensor> inputs;
+                for (const Shape& shape : shapes) inputs.push_back(random_tensor(shape, 10 + inputs.size()));
+                SCOPED_TRACE(shape_str(shapes[0]) + " · " + shape_str(shapes[1]) +
+                             (precision == MatmulPrecision::BF16 ? " in bf16" : ""));
+                EXPECT_EQ(product_and_gradients(Device::CUDA, inputs, product), product_and_gradients(Device::CPU, inputs, product));
+            }
+    }
+}

@@ -26,8 +26,10 @@
 #include "optim/clip_grad.h"
 #include "quant/calibrators.h"
 #include "quant/fake_quant.h"
+#include "tests/support/expect_error.h"
 
 using namespace qdq;
+using qdq::testing::expect_error;
 
 namespace {
 
@@ -348,6 +350,24 @@ TEST(CudaKernelsOnHost, TheCublasMappingOfARowMajorGemmIsRightForEveryTranspose)
                     EXPECT_NEAR(mapped[(size_t)(i * ldc + j)], cpu[(size_t)(i * ldc + j)], 1e-5)
                         << (ta ? "Aᵀ" : "A") << (tb ? "Bᵀ" : "B") << " at " << i << ", " << j;
         }
+}
+
+// cuBLAS's argument rules on the mapped call: the row-major product's tightest leading
+// dimensions pass for every transpose, and so does K = 0 where the row-major operand keeps a
+// leading dimension of at least 1; a leading dimension of 0 (a [M, 0] operand stored tight) and
+// a size past int are refused, naming the rule, as cuBLAS refuses them.
+TEST(CudaKernelsOnHost, TheMappedCallKeepsCublasArgumentRules) {
+    auto check = [](bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc) {
+        cuda::check_cublas_arguments(cuda::column_major_gemm(ta, tb, M, N, K, nullptr, lda, nullptr, ldb, nullptr, ldc), 1);
+    };
+    const int64_t M = 5, N = 7, K = 3;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) EXPECT_NO_THROW(check(ta, tb, M, N, K, ta ? M : K, tb ? K : N, N));
+    EXPECT_NO_THROW(check(true, false, M, N, 0, M, N, N));
+    expect_error([&] { check(false, false, M, N, 0, 0, N, N); }, {"cuBLAS GEMM", "ldb 0 is below max(1, 0)"});
+    expect_error([&] { check(false, false, M, N, K, K, N - 1, N); }, {"lda 6 is below max(1, 7)"});
+    expect_error([&] { check(false, false, M, N, K, K, N, N - 1); }, {"ldc 6 is below max(1, 7)"});
+    expect_error([&] { check(false, false, int64_t{1} << 31, N, K, K, N, N); }, {"2147483648 does not fit cuBLAS's int"});
 }
 
 TEST(CudaKernelsOnHost, RowKernelsRefuseBlocksThatAreNotWholeWarps) {

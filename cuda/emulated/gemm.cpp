@@ -46,6 +46,7 @@ namespace {
 // computes them.
 void strided_batch(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmBatch& batch) {
+    check_cublas_arguments(column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc), batch.count);
     ++launch_count;
     DeviceMemoryAccess access;
     for (int64_t i = 0; i < batch.count; ++i)
