@@ -39,6 +39,9 @@ void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, si
 int64_t host_waits();
 // Kernel launches and cuBLAS calls so far in this process (cuda/launch_count.h).
 int64_t launches();
+// Device blocks made so far in this process (cudaMalloc calls): allocations the block cache
+// could not serve from what was freed. A step after the first should make none.
+int64_t blocks_made();
 
 // Same contract as qdq::gemm (autograd/gemm.h), on device pointers, through cuBLAS.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

@@ -23,6 +23,7 @@ void memset_zero(void*, size_t) { unavailable(); }
 void copy(void*, bool, const void*, bool, size_t) { unavailable(); }
 int64_t host_waits() { return 0; }
 int64_t launches() { return 0; }
+int64_t blocks_made() { return 0; }
 void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
           int64_t, float, float*, int64_t) {
     unavailable();

@@ -68,6 +68,7 @@ namespace {
 struct DeviceBlocks {
     std::mutex mutex;
     BlockCache cache;
+    int64_t made = 0;  // cudaMalloc calls
 };
 
 // Never destroyed: a tensor freed during static destruction still finds it.
@@ -95,10 +96,13 @@ void* device_alloc(size_t bytes) {
     DeviceBlocks& b = blocks();
     std::lock_guard lock(b.mutex);
     void* ptr = b.cache.take(size);
-    if (!ptr && cudaMalloc(&ptr, size) != cudaSuccess) {
-        cudaGetLastError();  // out of memory, most likely: release what the cache holds, then once more
-        for (void* unused : b.cache.drain()) cudaFree(unused);
-        QDQ_CUDA_CHECK(cudaMalloc(&ptr, size));
+    if (!ptr) {
+        ++b.made;
+        if (cudaMalloc(&ptr, size) != cudaSuccess) {
+            cudaGetLastError();  // out of memory, most likely: release what the cache holds, then once more
+            for (void* unused : b.cache.drain()) cudaFree(unused);
+            QDQ_CUDA_CHECK(cudaMalloc(&ptr, size));
+        }
     }
     b.cache.hand_out(ptr, size);
     return ptr;
@@ -119,6 +123,12 @@ std::atomic<int64_t> host_wait_count{0};
 
 int64_t host_waits() { return host_wait_count; }
 int64_t launches() { return launch_count; }
+
+int64_t blocks_made() {
+    DeviceBlocks& b = blocks();
+    std::lock_guard lock(b.mutex);
+    return b.made;
+}
 
 namespace {
 

@@ -30,7 +30,8 @@ bool has_device() { return cuda::device_count() > 0; }
 
 struct LayerLaunches {
     int64_t forward, backward;
-    int64_t waits;  // of the forward, the backward and a read of the output
+    int64_t waits;        // of the forward, the backward and a read of the output
+    int64_t blocks_made;  // device blocks the block cache could not serve, in the same
 };
 
 // The products and quantizers a count is taken under.
@@ -74,13 +75,15 @@ LayerLaunches model_launches(int layers, const Setting& setting) {
     Rng dropout(4);
     LayerLaunches counted{};
     for (int pass = 0; pass < 2; ++pass) {
-        const int64_t start = cuda::launches(), waits = cuda::host_waits();
+        for (NamedTensor p : model.named_parameters()) p.tensor.zero_grad();  // as a training step's end does
+        const int64_t start = cuda::launches(), waits = cuda::host_waits(), blocks = cuda::blocks_made();
         const Tensor y = model.forward(inputs, dropout);
         const int64_t forward_end = cuda::launches();
         backward(y, dy);
         const int64_t backward_end = cuda::launches();
         y.to(Device::CPU);
-        counted = {forward_end - start, backward_end - forward_end, cuda::host_waits() - waits};
+        counted = {forward_end - start, backward_end - forward_end, cuda::host_waits() - waits,
+                   cuda::blocks_made() - blocks};
     }
     return counted;
 }
@@ -88,7 +91,7 @@ LayerLaunches model_launches(int layers, const Setting& setting) {
 // What one encoder layer adds: a 2-layer model's count less a 1-layer one's.
 LayerLaunches encoder_layer_launches(const Setting& setting) {
     const LayerLaunches two = model_launches(2, setting), one = model_launches(1, setting);
-    return {two.forward - one.forward, two.backward - one.backward, two.waits};
+    return {two.forward - one.forward, two.backward - one.backward, two.waits, two.blocks_made};
 }
 
 }  // namespace
@@ -102,7 +105,8 @@ LayerLaunches encoder_layer_launches(const Setting& setting) {
 // layer (each linear's input and weight, attention's four product inputs, both inputs of each
 // residual add) add per quantizer its forward kernel (which checks the range too) and the STE's
 // backward; LSQ's step size adds its gradient's partial sums and their sum.
-// A 2-layer model's second pass, read back, waits as often quantized as not.
+// A 2-layer model's second pass, read back, waits as often quantized as not, and takes every
+// device block from what the first pass freed.
 TEST(Cuda, AnEncoderLayerLaunchesWhatItsOpsLaunch) {
     if (!has_device()) GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
     const LayerLaunches f32 = encoder_layer_launches({});
@@ -122,7 +126,10 @@ TEST(Cuda, AnEncoderLayerLaunchesWhatItsOpsLaunch) {
     EXPECT_EQ(lsq.backward, f32.backward + 3 * quantizers);
     // A pass waits for its four uploads (ids, positions, token types, the mask) and the read of its
     // output, whose copy reads the quantizers' range checks too.
-    for (const LayerLaunches& counted : {f32, bf16, qat, lsq}) EXPECT_EQ(counted.waits, 4 + 1);
+    for (const LayerLaunches& counted : {f32, bf16, qat, lsq}) {
+        EXPECT_EQ(counted.waits, 4 + 1);
+        EXPECT_EQ(counted.blocks_made, 0);
+    }
 }
 
 // rows: one block of 32 and fewer, a whole number of blocks, and a part-filled last block.

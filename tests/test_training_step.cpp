@@ -244,7 +244,9 @@ TEST(TrainingStepOnDevice, MaskedLMMatchesPyTorch) {
 // What a device step waits for, counted on its second step (the first leaves the softmax's
 // mask offsets on the device): the backward reads nothing back, and the clipping reads every
 // gradient's sum of squares in one copy, so neither grows with the model's depth. The same
-// with bf16 products, whose operands are rounded on the device.
+// with bf16 products, whose operands are rounded on the device. And what it allocates: the
+// second step's forward, backward and clipping find every block in what the first one freed
+// (cudaMalloc costs tens of microseconds, and cudaFree waits for the whole device).
 template <typename Model>
 void expect_backward_and_clipping_wait_once(const std::string& head, MatmulPrecision precision) {
     Tensors e = load_tensors("step_" + head + ".expected.safetensors");
@@ -257,6 +259,7 @@ void expect_backward_and_clipping_wait_once(const std::string& head, MatmulPreci
     const MatmulPrecisionGuard products(precision);
     const std::string what = head + (precision == MatmulPrecision::BF16 ? " in bf16" : "");
     for (int step = 1; step <= 2; ++step) {
+        const int64_t blocks = cuda::blocks_made();
         const Tensor loss = task.train_loss({0, 1, 2, 3}, task.dropout_rng());
         const int64_t before = cuda::host_waits();
         backward(loss);
@@ -265,12 +268,13 @@ void expect_backward_and_clipping_wait_once(const std::string& head, MatmulPreci
         if (step == 2) {
             EXPECT_EQ(after_backward - before, 0) << what << ": the backward's waits";
             EXPECT_EQ(cuda::host_waits() - after_backward, 1) << what << ": the clipping's waits";
+            EXPECT_EQ(cuda::blocks_made() - blocks, 0) << what << ": device blocks made";
         }
         for (Tensor& p : params) p.zero_grad();
     }
 }
 
-TEST(TrainingStepOnDevice, BackwardAndClippingWaitForTheDeviceOnce) {
+TEST(TrainingStepOnDevice, BackwardAndClippingWaitForTheDeviceOnceAndAllocateNothingNew) {
     if (!has_device()) GTEST_SKIP() << "skipped: no CUDA device (" << cuda::device_description() << ")";
     for (MatmulPrecision precision : {MatmulPrecision::F32, MatmulPrecision::BF16}) {
         expect_backward_and_clipping_wait_once<BertForSequenceClassification>("seqcls", precision);

@@ -46,6 +46,7 @@ struct Arena {
     int open = 0;                              // nesting depth of DeviceMemoryAccess and launches
     BlockCache blocks;
     int device = 0;                            // the selected one of QDQ_EMULATED_DEVICES
+    int64_t made = 0;                          // blocks bumped: what cudaMalloc calls would be
 
     Arena() {
         void* p = mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -134,6 +135,7 @@ void* device_alloc(size_t bytes) {
     std::lock_guard lock(a.mutex);
     void* ptr = a.blocks.take(size);
     if (!ptr) {
+        ++a.made;
         if (a.used + size > kReserved) throw std::runtime_error("emulated device: out of memory");
         ptr = a.base + a.used;
         a.used += size;
@@ -165,6 +167,12 @@ std::atomic<int64_t> host_wait_count{0};
 // Counted as a GPU's copies would wait, so that the counts asserted here are a real device's.
 int64_t host_waits() { return host_wait_count; }
 int64_t launches() { return launch_count; }
+
+int64_t blocks_made() {
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    return a.made;
+}
 
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;
