@@ -66,8 +66,9 @@ const char* kSelftestUsage =
     "\n"
     "Runs every CUDA kernel of the backend on this machine's GPU against the CPU, then three\n"
     "BERT training steps on both, and says which check disagrees; again under compute-sanitizer\n"
-    "when it is installed. Exit 0 when all agree, 1 when one does not or the sanitizer reports,\n"
-    "77 without a CUDA device.\n";
+    "when it is installed. Exit 0 when all agree, 1 when one does not or the sanitizer reports\n"
+    "or the GPU cannot be used (a driver older than the CUDA runtime, named with its error), 77\n"
+    "without a CUDA device.\n";
 
 const char* kCurvesUsage =
     "usage: qdqtrain curves RUN_DIR [PREFIX] [--tokens]\n"

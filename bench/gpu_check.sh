@@ -49,7 +49,7 @@ targets=(qdqtrain bench_train test_cuda test_op_table test_training_step test_de
 time within 300 cmake --build "$build" -j"$(nproc)" -t "${targets[@]}" >"$logs/build" 2>&1 \
     || { grep -m5 -A8 error "$logs/build"; tail -3 "$logs/build"; exit 1; }
 
-say "selftest: every line 'ok', 'every check agrees', rc 0 (rc 77 'no CUDA device' on a GPU: a driver older than the toolkit)"
+say "selftest: every line 'ok', 'every check agrees', rc 0 (rc 1 with 'the GPU cannot be used' and the driver's error: a driver older than the toolkit)"
 "$build/app/qdqtrain" --version | grep -i -E 'cuda|device'
 within 120 "$build/app/qdqtrain" selftest; echo "selftest rc=$?"
 

@@ -311,6 +311,10 @@ bool run_checks(std::ostream& out) {
 
 int run_selftest(std::ostream& out, const std::string& self_path) {
     out << "qdqtrain selftest\n  backend: " << cuda::device_description() << "\n";
+    if (!cuda::unusable_gpu().empty()) {
+        out << "selftest: FAILED: there is a GPU and it cannot be used (exit 1)\n";
+        return 1;
+    }
     if (!cuda::built_with_cuda() || cuda::device_count() == 0) {
         out << "selftest: no CUDA device here, nothing to check (exit " << kSelftestNoDevice << ")\n";
         return kSelftestNoDevice;
