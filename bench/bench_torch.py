@@ -12,7 +12,8 @@ of their own. Run with a Python that has torch (on Debian: /usr/bin/python3 with
 With --device cuda (PyTorch 2) every tensor lives on the GPU and --bf16 autocasts there; FP32
 products stay FP32 (PyTorch leaves TF32 off for matmuls, as the product does), unless --tf32
 allows it (torch.backends.cuda.matmul.allow_tf32, what Hugging Face's tf32 sets), as
-training.tf32 does for the product's <workload>_tf32 rows.
+training.tf32 does for the product's <workload>_tf32 rows. On cuda each training workload also
+prints its peak device memory (torch.cuda.max_memory_allocated), as bench_train prints ours.
 
 Usage: bench_torch.py [--warmup N] [--reps N] [--steps N] [--threads N] [--only SUBSTRING]
                       [--no-gemm] [--no-train] [--bf16 | --tf32] [--device cpu|cuda]
@@ -323,12 +324,17 @@ def bench_size(c, args):
                 continue
             optimizer = make_adamw(named)
             losses = []
+            if args.device == "cuda":
+                torch.cuda.reset_peak_memory_stats()
             timing = time_it(warmup, steps,
                              lambda: losses.append(train_step(loss_fn, m, named, optimizer, c, batch, q, args)))
         except RuntimeError as e:  # an op without a bf16 kernel here: no row, and say why
             print(f"# {row_name(name, args)}: not run: {str(e).splitlines()[0]}", flush=True)
             continue
         print(f"# {row_name(name, args)}: first loss {losses[0]:.4f}")
+        if args.device == "cuda":
+            peak = torch.cuda.max_memory_allocated() / 2**20
+            print(f"# {row_name(name, args)}: peak device memory {peak:.0f} MiB")
         print_row(row_name(name, args), timing, 0 if mlm else step_flops(c, True))
 
 

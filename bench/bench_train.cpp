@@ -17,7 +17,8 @@
 // (--only runs the workloads whose name contains NAME). With a GPU present the workloads run on
 // it, as a run does (trainers/run_device.h); --use-cpu keeps them on the CPU (training.use_cpu),
 // so one machine gives both columns. Every step ends with the loss read back, so a device step
-// is timed to its end.
+// is timed to its end. On a GPU each training workload also prints its peak device memory (the
+// model, its optimizer state and the steps' tensors, as torch.cuda.max_memory_allocated counts).
 // Under mpirun the training workloads run data parallel (trainers/trainer.h): the same global
 // batch of 32, each rank its share, gradients summed in buckets during backward; rank 0 prints,
 // with the time a step waited for the sums. E.g. 2 ranks of 1 thread against 1 process of 2:
@@ -86,11 +87,15 @@ void time_training(const std::string& name, Task& task, const ModelSize& size, i
             for (const NamedTensor& p : g.params) params.push_back(p.tensor);
         reducer.emplace(std::move(params), (int64_t)(settings.ddp_bucket_cap_mb * 1024 * 1024));
     }
+    const bool on_device = model.named_parameters().front().tensor.is_cuda();
+    if (on_device) cuda::reset_peak_bytes();
     bench::Timing t = bench::time_it(warmup, steps, [&] {
         losses.push_back(
             optimizer_step(task, loader, data_rng, groups, optimizer, settings, 1e-4, reducer ? &*reducer : nullptr).loss);
     });
     std::printf("# %s: first loss %.4f\n", name.c_str(), losses.front());
+    if (on_device)
+        std::printf("# %s: peak device memory %.0f MiB\n", name.c_str(), (double)cuda::peak_bytes_in_use() / (1 << 20));
     if (reducer)
         std::printf("# %s: %d ranks, %zu gradient buckets, waited %.1f ms a step for the sums\n", name.c_str(),
                     world().size, reducer->bucket_count(), 1e3 * reducer->wait_seconds() / (warmup + steps));

@@ -53,12 +53,12 @@ say "selftest: every line 'ok', 'every check agrees', rc 0 (rc 1 with 'the GPU c
 "$build/app/qdqtrain" --version | grep -i -E 'cuda|device'
 within 120 "$build/app/qdqtrain" selftest; echo "selftest rc=$?"
 
-say "steps at BERT-base, batch 32 x 128, ours then PyTorch's (median ms; H100 2026-11-26 before the changes since: FP32 149 ms against 71, bf16 117 against 72)"
-within 240 "$build/bench/bench_train" --warmup 2 --steps 5 --only base_ 2>&1 | grep -E '^# device|^step_'
+say "steps at BERT-base, batch 32 x 128, ours then PyTorch's (median ms; H100 2026-11-26 before the changes since: FP32 149 ms against 71, bf16 117 against 72), each with its peak device memory"
+within 240 "$build/bench/bench_train" --warmup 2 --steps 5 --only base_ 2>&1 | grep -E '^# device|^step_|peak device'
 python3 -c 'import torch; print("# torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1 | tail -1
 for flag in "" --bf16 --tf32; do
     within 120 python3 bench/bench_torch.py --device cuda --no-gemm --warmup 2 --steps 5 --only base_train $flag 2>&1 \
-        | grep -E '^step_'
+        | grep -E '^step_|peak device'
 done
 
 say "device tests: every test passes; test_cuda skips one (it needs no device), test_op_table its CPU halves"

@@ -42,6 +42,10 @@ int64_t launches();
 // Device blocks made so far in this process (cudaMalloc calls): allocations the block cache
 // could not serve from what was freed. A step after the first should make none.
 int64_t blocks_made();
+// Bytes of the device blocks handed out (size classes, as cuda/block_cache.h rounds them): the
+// most since reset_peak_bytes(), as torch.cuda.max_memory_allocated() reports PyTorch's.
+int64_t peak_bytes_in_use();
+void reset_peak_bytes();
 
 // Same contract as qdq::gemm (autograd/gemm.h), on device pointers, through cuBLAS.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

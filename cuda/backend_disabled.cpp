@@ -24,6 +24,8 @@ void copy(void*, bool, const void*, bool, size_t) { unavailable(); }
 int64_t host_waits() { return 0; }
 int64_t launches() { return 0; }
 int64_t blocks_made() { return 0; }
+int64_t peak_bytes_in_use() { return 0; }
+void reset_peak_bytes() {}
 void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
           int64_t, float, float*, int64_t) {
     unavailable();

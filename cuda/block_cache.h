@@ -31,6 +31,8 @@ inline size_t block_size_class(size_t bytes) {
 struct BlockCache {
     std::unordered_map<void*, size_t> in_use;               // block handed out -> its size class
     std::unordered_map<size_t, std::vector<void*>> free;     // size class -> blocks given back
+    size_t in_use_bytes = 0;  // of the blocks handed out
+    size_t peak_bytes = 0;    // the most in_use_bytes since the last reset_peak()
 
     // A freed block of this size class, or nullptr when the caller must make one.
     void* take(size_t size_class) {
@@ -40,12 +42,18 @@ struct BlockCache {
         blocks.pop_back();
         return ptr;
     }
-    void hand_out(void* ptr, size_t size_class) { in_use[ptr] = size_class; }
+    void hand_out(void* ptr, size_t size_class) {
+        in_use[ptr] = size_class;
+        in_use_bytes += size_class;
+        peak_bytes = std::max(peak_bytes, in_use_bytes);
+    }
+    void reset_peak() { peak_bytes = in_use_bytes; }
     // Back onto its free list; false for a pointer this cache did not hand out.
     bool give_back(void* ptr) {
         auto it = in_use.find(ptr);
         if (it == in_use.end()) return false;
         free[it->second].push_back(ptr);
+        in_use_bytes -= it->second;
         in_use.erase(it);
         return true;
     }
@@ -58,8 +66,7 @@ struct BlockCache {
     }
     // Bytes of every block it holds, handed out or free.
     size_t bytes_held() const {
-        size_t bytes = 0;
-        for (const auto& [ptr, size_class] : in_use) bytes += size_class;
+        size_t bytes = in_use_bytes;
         for (const auto& [size_class, blocks] : free) bytes += size_class * blocks.size();
         return bytes;
     }

@@ -130,6 +130,18 @@ int64_t blocks_made() {
     return b.made;
 }
 
+int64_t peak_bytes_in_use() {
+    DeviceBlocks& b = blocks();
+    std::lock_guard lock(b.mutex);
+    return (int64_t)b.cache.peak_bytes;
+}
+
+void reset_peak_bytes() {
+    DeviceBlocks& b = blocks();
+    std::lock_guard lock(b.mutex);
+    b.cache.reset_peak();
+}
+
 namespace {
 
 // Where a copy to the host reads the range-fault word (cuda/range_fault.cu): page-locked, so

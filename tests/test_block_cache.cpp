@@ -74,3 +74,21 @@ TEST(BlockCache, AnotherDeviceIsRefusedOnceTheCacheHoldsABlock) {
     EXPECT_EQ(cache.bytes_held(), 0u);
     EXPECT_NO_THROW(check_device_switch(cache, 0, 1));
 }
+
+// The bytes handed out, and their peak since the last reset: what a step's peak device memory
+// is read from (bench_train, beside torch.cuda.max_memory_allocated). Counted by size class.
+TEST(BlockCache, CountsTheBytesHandedOutAndTheirPeak) {
+    BlockCache cache;
+    static char a[1024], b[1024];
+    cache.hand_out(a, block_size_class(700));  // 768
+    cache.hand_out(b, 256);
+    EXPECT_EQ(cache.in_use_bytes, 1024u);
+    ASSERT_TRUE(cache.give_back(a));
+    EXPECT_EQ(cache.in_use_bytes, 256u);
+    EXPECT_EQ(cache.peak_bytes, 1024u);
+    cache.reset_peak();
+    EXPECT_EQ(cache.peak_bytes, 256u);
+    cache.hand_out(cache.take(768), 768);
+    EXPECT_EQ(cache.peak_bytes, 1024u);
+    EXPECT_EQ(cache.bytes_held(), 1024u);
+}

@@ -174,6 +174,18 @@ int64_t blocks_made() {
     return a.made;
 }
 
+int64_t peak_bytes_in_use() {
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    return (int64_t)a.blocks.peak_bytes;
+}
+
+void reset_peak_bytes() {
+    Arena& a = arena();
+    std::lock_guard lock(a.mutex);
+    a.blocks.reset_peak();
+}
+
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;
     const unsigned long long* fault = src_on_device && !dst_on_device ? range_fault_to_read() : nullptr;
