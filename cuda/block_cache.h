@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -33,6 +35,7 @@ struct BlockCache {
     std::unordered_map<size_t, std::vector<void*>> free;     // size class -> blocks given back
     size_t in_use_bytes = 0;  // of the blocks handed out
     size_t peak_bytes = 0;    // the most in_use_bytes since the last reset_peak()
+    int64_t made = 0;         // blocks its owner made because take() had none
 
     // A freed block of this size class, or nullptr when the caller must make one.
     void* take(size_t size_class) {
@@ -71,6 +74,15 @@ struct BlockCache {
         return bytes;
     }
 };
+
+// The backend's block cache, under its lock for as long as this lives: what backend.h's
+// counters read, alike for the GPU and the emulated device (cuda/block_counts.cpp). Each
+// backend's device memory defines it.
+struct LockedBlockCache {
+    std::unique_lock<std::mutex> lock;
+    BlockCache& cache;
+};
+LockedBlockCache locked_block_cache();
 
 // A process uses one device, chosen before its first allocation (each data-parallel rank its
 // own). A block is memory of the device it was made on, which kernels and cuBLAS on another

@@ -68,7 +68,6 @@ namespace {
 struct DeviceBlocks {
     std::mutex mutex;
     BlockCache cache;
-    int64_t made = 0;  // cudaMalloc calls
 };
 
 // Never destroyed: a tensor freed during static destruction still finds it.
@@ -78,6 +77,11 @@ DeviceBlocks& blocks() {
 }
 
 }  // namespace
+
+LockedBlockCache locked_block_cache() {
+    DeviceBlocks& b = blocks();
+    return {std::unique_lock(b.mutex), b.cache};
+}
 
 void select_device(int index) {
     const int chosen = index % device_count();
@@ -97,7 +101,7 @@ void* device_alloc(size_t bytes) {
     std::lock_guard lock(b.mutex);
     void* ptr = b.cache.take(size);
     if (!ptr) {
-        ++b.made;
+        ++b.cache.made;
         if (cudaMalloc(&ptr, size) != cudaSuccess) {
             cudaGetLastError();  // out of memory, most likely: release what the cache holds, then once more
             for (void* unused : b.cache.drain()) cudaFree(unused);
@@ -123,24 +127,6 @@ std::atomic<int64_t> host_wait_count{0};
 
 int64_t host_waits() { return host_wait_count; }
 int64_t launches() { return launch_count; }
-
-int64_t blocks_made() {
-    DeviceBlocks& b = blocks();
-    std::lock_guard lock(b.mutex);
-    return b.made;
-}
-
-int64_t peak_bytes_in_use() {
-    DeviceBlocks& b = blocks();
-    std::lock_guard lock(b.mutex);
-    return (int64_t)b.cache.peak_bytes;
-}
-
-void reset_peak_bytes() {
-    DeviceBlocks& b = blocks();
-    std::lock_guard lock(b.mutex);
-    b.cache.reset_peak();
-}
 
 namespace {
 

@@ -46,7 +46,6 @@ struct Arena {
     int open = 0;                              // nesting depth of DeviceMemoryAccess and launches
     BlockCache blocks;
     int device = 0;                            // the selected one of QDQ_EMULATED_DEVICES
-    int64_t made = 0;                          // blocks bumped: what cudaMalloc calls would be
 
     Arena() {
         void* p = mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -120,6 +119,11 @@ std::string device_description() {
     return "emulated CUDA device " + std::to_string(a.device) + ": the kernels on the host (a test build)";
 }
 
+LockedBlockCache locked_block_cache() {
+    Arena& a = arena();
+    return {std::unique_lock(a.mutex), a.blocks};
+}
+
 void select_device(int index) {
     const int chosen = index % device_count();
     Arena& a = arena();
@@ -135,7 +139,7 @@ void* device_alloc(size_t bytes) {
     std::lock_guard lock(a.mutex);
     void* ptr = a.blocks.take(size);
     if (!ptr) {
-        ++a.made;
+        ++a.blocks.made;
         if (a.used + size > kReserved) throw std::runtime_error("emulated device: out of memory");
         ptr = a.base + a.used;
         a.used += size;
@@ -167,24 +171,6 @@ std::atomic<int64_t> host_wait_count{0};
 // Counted as a GPU's copies would wait, so that the counts asserted here are a real device's.
 int64_t host_waits() { return host_wait_count; }
 int64_t launches() { return launch_count; }
-
-int64_t blocks_made() {
-    Arena& a = arena();
-    std::lock_guard lock(a.mutex);
-    return a.made;
-}
-
-int64_t peak_bytes_in_use() {
-    Arena& a = arena();
-    std::lock_guard lock(a.mutex);
-    return (int64_t)a.blocks.peak_bytes;
-}
-
-void reset_peak_bytes() {
-    Arena& a = arena();
-    std::lock_guard lock(a.mutex);
-    a.blocks.reset_peak();
-}
 
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
     if (dst_on_device != src_on_device) ++host_wait_count;
