@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -27,6 +26,7 @@
 #include "tests/support/gradcheck.h"
 #include "tests/support/metrics_records.h"
 #include "tests/support/mpirun.h"
+#include "tests/support/scoped_environment.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
 #include "trainers/checkpoint.h"
@@ -64,13 +64,6 @@ TrainOutcome train_run(const nlohmann::json& raw) {
     std::unique_ptr<Task> task = make_task(config, {true, true});
     return train(config, *task, {});
 }
-
-// Sets an environment variable of this process for a scope (the emulated device reads its own).
-struct ScopedVariable {
-    const char* name;
-    ScopedVariable(const char* name, const char* value) : name(name) { setenv(name, value, 1); }
-    ~ScopedVariable() { unsetenv(name); }
-};
 
 // Two saved models agree tensor by tensor within float rounding of a few steps.
 void expect_close_weights(const fs::path& a, const fs::path& b, float rtol = 2e-4f, float atol = 2e-5f) {
@@ -346,7 +339,7 @@ TEST(DeviceRun, AnOldDriverStopsARunThatWouldGoOnTheGpu) {
     if (cuda::device_description().find("emulated") == std::string::npos) GTEST_SKIP() << "a real device";
     TempDir dir;
     write_task_files(dir);
-    const ScopedVariable old_driver("QDQ_EMULATED_DRIVER", "12020");
+    const ScopedEnvironment old_driver("QDQ_EMULATED_DRIVER", "12020");
     EXPECT_EQ(cuda::device_count(), 0);
     expect_error([&] { make_task(parse(device_config(dir, "gpu")), {true, true}); },
                  {"test.json", "the GPU cannot be used", "cudaErrorInsufficientDriver", "driver 12.2, runtime 13.0",

@@ -5,12 +5,12 @@
 // used (the emulated device under an old driver) fail naming the driver's error.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
 #include "cuda/backend.h"
 #include "stages/selftest.h"
+#include "tests/support/scoped_environment.h"
 
 using namespace qdq;
 
@@ -32,10 +32,9 @@ TEST(Selftest, ChecksEveryKernelOrSaysThereIsNoDevice) {
 TEST(Selftest, AGpuThatCannotBeUsedFailsNamingTheDriversError) {
     if (cuda::device_description().find("emulated CUDA device") == std::string::npos)
         GTEST_SKIP() << "skipped: needs the emulated device (" << cuda::device_description() << ")";
-    setenv("QDQ_EMULATED_DRIVER", "12020", 1);
+    const qdq::testing::ScopedEnvironment old_driver("QDQ_EMULATED_DRIVER", "12020");
     std::ostringstream out;
     const int code = run_selftest(out, "");
-    unsetenv("QDQ_EMULATED_DRIVER");
     EXPECT_EQ(code, 1) << out.str();
     for (const char* part : {"cudaErrorInsufficientDriver", "driver 12.2, runtime 13.0", "cannot be used"})
         EXPECT_NE(out.str().find(part), std::string::npos) << part << " in: " << out.str();

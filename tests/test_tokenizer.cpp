@@ -24,6 +24,7 @@
 #include "data/utf8.h"
 #include "tests/support/data.h"
 #include "tests/support/fixture.h"
+#include "tests/support/scoped_environment.h"
 
 namespace qdq {
 namespace {
@@ -377,13 +378,12 @@ TEST(Tokenizer, ImpossibleTruncationIsAnError) {
 }
 
 TEST(DataDir, EnvironmentOverridesTheDefault) {
-    const char* saved = std::getenv("QDQ_DATA_DIR");
-    const std::string restore = saved ? saved : "";
-    setenv("QDQ_DATA_DIR", "/some/where", 1);
-    EXPECT_EQ(data_path("vocab/x.txt"), "/some/where/vocab/x.txt");
-    unsetenv("QDQ_DATA_DIR");
+    {
+        const testing::ScopedEnvironment elsewhere("QDQ_DATA_DIR", "/some/where");
+        EXPECT_EQ(data_path("vocab/x.txt"), "/some/where/vocab/x.txt");
+    }
+    const testing::ScopedEnvironment unset("QDQ_DATA_DIR", nullptr);
     EXPECT_NE(data_dir().find("shared/data"), std::string::npos);
-    if (saved) setenv("QDQ_DATA_DIR", restore.c_str(), 1);
 }
 
 TEST(GzipFile, RejectsMissingAndUncompressedFiles) {
