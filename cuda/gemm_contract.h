@@ -66,8 +66,15 @@ inline void check_cublas_arguments(const ColumnMajorGemm& g, int64_t batch_count
     if (largest > std::numeric_limits<int>::max()) refuse(std::to_string(largest) + " does not fit cuBLAS's int");
 }
 
+// With K = 0 no element of A or B is read, and qdq::gemm takes a tight [rows, 0] operand's
+// leading dimension of 0 (a linear with no outputs has such a gradient); cuBLAS refuses ld 0
+// whatever k, so both are given at least 1 there.
 inline ColumnMajorGemm column_major_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                                          int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc) {
+    if (K == 0) {
+        lda = std::max<int64_t>(lda, 1);
+        ldb = std::max<int64_t>(ldb, 1);
+    }
     return {trans_b, trans_a, N, M, K, B, ldb, A, lda, C, ldc};
 }
 

@@ -353,9 +353,10 @@ TEST(CudaKernelsOnHost, TheCublasMappingOfARowMajorGemmIsRightForEveryTranspose)
 }
 
 // cuBLAS's argument rules on the mapped call: the row-major product's tightest leading
-// dimensions pass for every transpose, and so does K = 0 where the row-major operand keeps a
-// leading dimension of at least 1; a leading dimension of 0 (a [M, 0] operand stored tight) and
-// a size past int are refused, naming the rule, as cuBLAS refuses them.
+// dimensions pass for every transpose, and so does K = 0 with [M, 0] and [0, N] operands stored
+// tight (ld 0, which qdq::gemm takes and the mapping raises to 1, nothing being read); a leading
+// dimension below its operand's rows and a size past int are refused, naming the rule, as cuBLAS
+// refuses them.
 TEST(CudaKernelsOnHost, TheMappedCallKeepsCublasArgumentRules) {
     auto check = [](bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc) {
         cuda::check_cublas_arguments(cuda::column_major_gemm(ta, tb, M, N, K, nullptr, lda, nullptr, ldb, nullptr, ldc), 1);
@@ -364,7 +365,9 @@ TEST(CudaKernelsOnHost, TheMappedCallKeepsCublasArgumentRules) {
     for (bool ta : {false, true})
         for (bool tb : {false, true}) EXPECT_NO_THROW(check(ta, tb, M, N, K, ta ? M : K, tb ? K : N, N));
     EXPECT_NO_THROW(check(true, false, M, N, 0, M, N, N));
-    expect_error([&] { check(false, false, M, N, 0, 0, N, N); }, {"cuBLAS GEMM", "ldb 0 is below max(1, 0)"});
+    EXPECT_NO_THROW(check(false, false, M, N, 0, 0, N, N));
+    EXPECT_NO_THROW(check(false, true, M, N, 0, 0, 0, N));
+    expect_error([&] { check(false, false, M, N, K, K - 1, N, N); }, {"cuBLAS GEMM", "ldb 2 is below max(1, 3)"});
     expect_error([&] { check(false, false, M, N, K, K, N - 1, N); }, {"lda 6 is below max(1, 7)"});
     expect_error([&] { check(false, false, M, N, K, K, N, N - 1); }, {"ldc 6 is below max(1, 7)"});
     expect_error([&] { check(false, false, int64_t{1} << 31, N, K, K, N, N); }, {"2147483648 does not fit cuBLAS's int"});

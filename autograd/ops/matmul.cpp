@@ -79,13 +79,10 @@ struct BatchedProduct {
 // entries run in parallel and the GEMM library (called inside the parallel region)
 // single-threaded: for the per-head products that beats threading each one. Otherwise the
 // entries run one after the other. Entries that share an output (summing into it) never run
-// together. A product that adds (β = 1) over an empty inner dimension adds nothing and is not
-// made: its [rows, 0] operand has leading dimension 0, which cuBLAS refuses. (The forwards, which
-// overwrite, make no product when K is 0.)
+// together.
 void products(const GemmChoice& gemm, const cuda::GemmBatch& batch, bool shared_output, bool trans_a, bool trans_b,
               int64_t M, int64_t N, int64_t K, Operand A, int64_t lda, Operand B, int64_t ldb, float beta, float* C,
               int64_t ldc) {
-    if (K == 0 && beta == 1.0f) return;
     if (gemm.device == Device::CUDA) {
         const cuda::GemmBatch call = shared_output ? cuda::GemmBatch{1, 0, 0, 0} : batch;
         for (int64_t i = 0; i < batch.count; i += call.count) {
