@@ -17,9 +17,10 @@ namespace qdq {
 // `bytes` must be a multiple of element_size.
 std::vector<uint8_t> shuffle_bytes(const void* data, size_t bytes, size_t element_size);
 
-// The shuffled bytes as one zlib stream (header, deflate level 1, Adler-32): what HDF5's
-// deflate filter inflates.
-std::vector<uint8_t> zlib_deflate(const std::vector<uint8_t>& bytes);
+// The shuffled bytes (element_size planes, one after another) as one zlib stream: what HDF5's
+// deflate filter inflates. The leading planes whose bytes look random (the low mantissa bytes of
+// float weights) go in stored blocks, the rest through deflate at level 1.
+std::vector<uint8_t> zlib_deflate(const std::vector<uint8_t>& shuffled, size_t element_size);
 
 // The way back, for a chunk stored under both filters by any writer: `compressed` inflated to
 // exactly `bytes` bytes and unshuffled into `out`. Throws when the stream is corrupt or inflates

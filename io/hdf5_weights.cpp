@@ -95,7 +95,7 @@ bool chunked(const Tensor& t, Hdf5Storage storage) {
 
 // Sets `plist` (dataset creation properties) for a chunked tensor: one chunk per tensor under the
 // shuffle and deflate filters, which readers decode the chunk write_dataset stores with. The
-// level (1) is the one zlib_deflate compresses at.
+// level (1) is the one zlib_deflate compresses at; HDF5 reads it only when it writes itself.
 void set_chunked_storage(hid_t plist, const std::vector<hsize_t>& dims, const std::string& context) {
     checked(H5Pset_chunk(plist, (int)dims.size(), dims.data()), context, "chunking");
     checked(H5Pset_shuffle(plist), context, "the shuffle filter");
@@ -163,7 +163,7 @@ void write_datasets(hid_t file, const NamedTensors& tensors, const std::string& 
         on_every_core(hosts.size(), [&](size_t i) {
             if (!chunked(hosts[i], storage)) return;
             const size_t element = dtype_size(hosts[i].dtype());
-            chunks[i] = zlib_deflate(shuffle_bytes(hosts[i].raw(), (size_t)hosts[i].numel() * element, element));
+            chunks[i] = zlib_deflate(shuffle_bytes(hosts[i].raw(), (size_t)hosts[i].numel() * element, element), element);
         });
         for (size_t i = 0; i < hosts.size(); ++i)
             write_dataset(file, tensors[begin + i].name, hosts[i], path, chunked(hosts[i], storage) ? &chunks[i] : nullptr);

@@ -4,6 +4,7 @@
 // what the pipeline stored (a file written through H5Dwrite, as h5py writes one).
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <libdeflate.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "io/deflate_chunk.h"
+#include "autograd/rng.h"
 #include "io/hdf5_weights.h"
 #include "tests/support/thread_count.h"
 
@@ -75,6 +77,43 @@ void write_through_library_filters(const fs::path& file, const NamedTensors& ten
         H5Sclose(space);
     }
     H5Fclose(f);
+}
+
+// Weights as a model's initial ones are drawn: normal, standard deviation 0.02.
+Tensor normal_weights(const Shape& shape, uint64_t seed) {
+    Tensor t = empty(shape, DType::F32);
+    Rng rng(seed);
+    auto* values = static_cast<float*>(t.raw());
+    for (int64_t i = 0; i < t.numel(); ++i) values[i] = rng.normal(0.0f, 0.02f);
+    return t;
+}
+
+// The chunk stored for dataset `name` (a one-chunk tensor), as it is in the file.
+std::vector<uint8_t> stored_chunk(const fs::path& file, const std::string& name) {
+    hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t dataset = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+    hid_t space = H5Dget_space(dataset);
+    const std::vector<hsize_t> origin((size_t)H5Sget_simple_extent_ndims(space), 0);
+    hsize_t size = 0;
+    H5Dget_chunk_storage_size(dataset, origin.data(), &size);
+    std::vector<uint8_t> chunk(size);
+    uint32_t filters = 0;
+    H5Dread_chunk(dataset, H5P_DEFAULT, origin.data(), &filters, chunk.data());
+    H5Sclose(space);
+    H5Dclose(dataset);
+    H5Fclose(f);
+    return chunk;
+}
+
+// The size of libdeflate's own zlib stream of `t` shuffled, at level 1: the chunk as it was
+// written when every plane went through deflate.
+size_t whole_stream_size(const Tensor& t) {
+    const std::vector<uint8_t> shuffled = shuffle_bytes(t.raw(), (size_t)t.numel() * 4, 4);
+    libdeflate_compressor* compressor = libdeflate_alloc_compressor(1);
+    std::vector<uint8_t> out(libdeflate_zlib_compress_bound(compressor, shuffled.size()));
+    const size_t size = libdeflate_zlib_compress(compressor, shuffled.data(), shuffled.size(), out.data(), out.size());
+    libdeflate_free_compressor(compressor);
+    return size;
 }
 
 }  // namespace
@@ -147,5 +186,40 @@ TEST(Hdf5Compressed, ACorruptChunkNamesTheFileAndKey) {
         EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("weight"), std::string::npos) << e.what();
     }
+    fs::remove(file);
+}
+
+// Planes of bytes that look random go in deflate's stored blocks; the planes after the first
+// that does not are deflated. Normal weights: the three low bytes stored (the stream opens with
+// a stored block that is not the last, 65,535 bytes long), the sign and exponent plane deflated,
+// the whole within 0.5% of deflating every plane. Bytes that are random in every plane: stored
+// blocks alone, the last marked final and as long as what is left. A constant tensor: deflated. HDF5's own filters read each
+// back bit for bit.
+TEST(Hdf5Compressed, BytePlanesThatLookRandomAreStoredAndTheRestDeflated) {
+    const NamedTensors tensors = {{"normal", normal_weights({512, 384}, 9)},
+                                  {"random", patterned({300, 70}, DType::F32, 10)},
+                                  {"constant", full({256, 64}, 1.0f)}};
+    const fs::path file = scratch("planes.h5");
+    save_hdf5_weights(file.string(), tensors, "{}", Hdf5Storage::Compressed);
+    expect_library_reads(file, tensors);
+
+    const size_t raw_normal = 512 * 384 * 4;
+    const std::vector<uint8_t> normal = stored_chunk(file, "normal");
+    ASSERT_GT(normal.size(), 7u);
+    EXPECT_EQ(std::vector<uint8_t>(normal.begin() + 2, normal.begin() + 7), (std::vector<uint8_t>{0x00, 0xff, 0xff, 0x00, 0x00}));
+    EXPECT_LT(normal.size(), raw_normal * 9 / 10);
+    EXPECT_LT((double)normal.size(), 1.005 * (double)whole_stream_size(tensors[0].tensor));
+
+    // 84,000 bytes in all: a stored block of 65,535, then a final one of the 18,465 left.
+    const size_t raw_random = 300 * 70 * 4;
+    const std::vector<uint8_t> random = stored_chunk(file, "random");
+    ASSERT_EQ(random.size(), 2 + 5 + raw_random + 5 + 4);
+    EXPECT_EQ(std::vector<uint8_t>(random.begin() + 2, random.begin() + 7), (std::vector<uint8_t>{0x00, 0xff, 0xff, 0x00, 0x00}));
+    const uint8_t* last = random.data() + 2 + 5 + 65535;
+    EXPECT_EQ(std::vector<uint8_t>(last, last + 5), (std::vector<uint8_t>{0x01, 18465 & 0xff, 18465 >> 8,
+                                                                          (uint8_t)~(18465 & 0xff), (uint8_t)~(18465 >> 8)}));
+
+    const std::vector<uint8_t> constant = stored_chunk(file, "constant");
+    EXPECT_LT(constant.size(), 256u * 64 * 4 / 100);
     fs::remove(file);
 }
