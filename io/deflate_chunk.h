@@ -1,10 +1,10 @@
 // HDF5's shuffle and deflate filters, applied outside the library. HDF5 runs a dataset's filters
 // on one thread, chunk after chunk, with zlib: a BERT-base model.h5 took 8.9 s to write that way
 // on a 2-core Zen 4. Here each chunk is shuffled and deflated by libdeflate (2.4 times zlib's
-// speed at level 1 there, and slightly smaller), several chunks at once, and written as it is
-// with H5Dwrite_chunk; reading takes the stored chunk (H5Dread_chunk) the other way. The bytes
-// in the file are what the library's own filters decode: any HDF5 reader (h5py, h5dump) reads
-// them through its usual pipeline.
+// speed at level 1 there, and slightly smaller; byte planes that look random are only copied),
+// several chunks at once, and written as it is with H5Dwrite_chunk; reading takes the stored
+// chunk (H5Dread_chunk) the other way. The bytes in the file are what the library's own filters
+// decode: any HDF5 reader (h5py, h5dump) reads them through its usual pipeline.
 #pragma once
 
 #include <cstddef>
