@@ -29,7 +29,8 @@ namespace {
 // bytes that look random. The low mantissa bytes of float weights are such planes. In BERT-base's
 // initial weights planes 0, 1 and 2 carry 7.888, 8.000 and 7.968 bits a byte and the sign and
 // exponent plane 2.7; in the shipped BERT-mini's trained weights 7.999, 7.999, 7.949 and 2.1.
-// Deflating the first three was three quarters of the work for 0.1-0.3% of the file.
+// Deflating the first three was three quarters of the work for 0.06% (the shipped weights) to
+// 0.24% (initial weights) of the file.
 constexpr double kStoredPlaneBits = 7.8;
 
 double bits_per_byte(const uint8_t* bytes, size_t n) {

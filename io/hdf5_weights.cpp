@@ -95,7 +95,8 @@ bool chunked(const Tensor& t, Hdf5Storage storage) {
 
 // Sets `plist` (dataset creation properties) for a chunked tensor: one chunk per tensor under the
 // shuffle and deflate filters, which readers decode the chunk write_dataset stores with. The
-// level (1) is the one zlib_deflate compresses at; HDF5 reads it only when it writes itself.
+// level (1) is the one zlib_deflate deflates at; it is only the filter's parameter, which HDF5
+// reads when it writes through its own pipeline, never when it reads.
 void set_chunked_storage(hid_t plist, const std::vector<hsize_t>& dims, const std::string& context) {
     checked(H5Pset_chunk(plist, (int)dims.size(), dims.data()), context, "chunking");
     checked(H5Pset_shuffle(plist), context, "the shuffle filter");
