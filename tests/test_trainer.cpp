@@ -16,6 +16,7 @@
 #include "autograd/matmul_precision.h"
 #include "io/hdf5_weights.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/meddling_task.h"
 #include "tests/support/metrics_records.h"
 #include "tests/support/run_qdqtrain.h"
 #include "tests/support/same_weights.h"
@@ -25,7 +26,9 @@
 #include "trainers/trainer.h"
 
 using namespace qdq;
+using qdq::testing::MeddlingTask;
 using qdq::testing::metrics_records;
+using qdq::testing::train_config;
 using qdq::testing::Process;
 using qdq::testing::expect_same_weights;
 using qdq::testing::run_qdqtrain;
@@ -36,55 +39,6 @@ namespace fs = std::filesystem;
 namespace {
 
 RunConfig parse(const nlohmann::json& raw) { return parse_run_config(raw, "test.json", "."); }
-
-// A task that runs another and meddles at one training step: asks the loop to stop there, or
-// poisons its loss with NaN.
-class MeddlingTask : public Task {
-public:
-    enum class Action { stop, nan };
-    MeddlingTask(std::unique_ptr<Task> inner, int64_t at_call, Action action)
-        : inner_(std::move(inner)), at_call_(at_call), action_(action) {}
-    nn::Module& model() override { return inner_->model(); }
-    nn::BertModel& encoder() override { return inner_->encoder(); }
-    const nn::BertConfig& model_config() const override { return inner_->model_config(); }
-    Rng& dropout_rng() override { return inner_->dropout_rng(); }
-    int64_t train_size() const override { return inner_->train_size(); }
-    std::vector<int32_t> train_lengths() const override { return inner_->train_lengths(); }
-    Tensor train_loss(const std::vector<int64_t>& indices, Rng& rng) override {
-        Tensor loss = inner_->train_loss(indices, rng);
-        if (++calls_ != at_call_) return loss;
-        if (action_ == Action::stop) request_stop();
-        else loss.f32()[0] = NAN;
-        return loss;
-    }
-    Metrics evaluate(int64_t batch_size) override { return inner_->evaluate(batch_size); }
-    std::vector<nn::BertInputs> eval_inputs(int64_t batch_size) override { return inner_->eval_inputs(batch_size); }
-    Metrics score(const std::vector<NamedOutputs>& outputs, int64_t batch_size) override {
-        return inner_->score(outputs, batch_size);
-    }
-    std::vector<NamedOutputs> eval_outputs(const std::vector<nn::BertInputs>& batches) override {
-        return inner_->eval_outputs(batches);
-    }
-    bool scores_outputs() const override { return inner_->scores_outputs(); }
-    std::string main_metric() const override { return inner_->main_metric(); }
-    void select_eval_set(EvalSplit set) override { inner_->select_eval_set(set); }
-    nlohmann::json predict(const std::string& path, int64_t batch_size) override {
-        return inner_->predict(path, batch_size);
-    }
-
-private:
-    std::unique_ptr<Task> inner_;
-    int64_t at_call_, calls_ = 0;
-    Action action_;
-};
-
-TrainOutcome train_config(const nlohmann::json& raw, int64_t meddle_at = 0,
-                          MeddlingTask::Action action = MeddlingTask::Action::stop) {
-    RunConfig config = parse(raw);
-    std::unique_ptr<Task> task = make_task(config, {});
-    if (meddle_at > 0) task = std::make_unique<MeddlingTask>(std::move(task), meddle_at, action);
-    return train(config, *task);
-}
 
 std::string write_config(const qdq::testing::TempDir& dir, const std::string& name, const nlohmann::json& raw) {
     return dir.write(name, raw.dump(2));

@@ -1,7 +1,7 @@
 // What a run keeps and reads back in its output directory: an unreadable newest checkpoint is
 // set aside and the run resumes from the one before it, ending bit-identical to a run never
 // interrupted; a finished run run again adds nothing; training.save_total_limit says how many
-// checkpoints a finished run keeps beside model.h5.
+// checkpoints a finished run keeps beside model.h5, and never removes the newest or the best.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 
+#include "tests/support/meddling_task.h"
 #include "tests/support/metrics_records.h"
 #include "tests/support/same_weights.h"
 #include "tests/support/temp_dir.h"
@@ -21,16 +22,11 @@ using qdq::testing::expect_same_weights;
 using qdq::testing::metrics_records;
 using qdq::testing::TempDir;
 using qdq::testing::tiny_config;
+using qdq::testing::train_config;
 using qdq::testing::write_task_files;
 namespace fs = std::filesystem;
 
 namespace {
-
-TrainOutcome train_config(const nlohmann::json& raw) {
-    RunConfig config = parse_run_config(raw, "test.json", ".");
-    std::unique_ptr<Task> task = make_task(config, {});
-    return train(config, *task);
-}
 
 std::string file_bytes(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -50,6 +46,18 @@ nlohmann::json finished_run(const TempDir& dir, const std::string& out) {
     raw["training"]["save_total_limit"] = 3;
     EXPECT_EQ(train_config(raw).status, TrainStatus::finished);
     return raw;
+}
+
+// The step of the best evaluation in `dir`'s log by eval_accuracy, the first of equals.
+int64_t best_accuracy_step(const fs::path& dir) {
+    int64_t best_step = -1;
+    double best = -1;
+    for (const nlohmann::json& r : metrics_records(dir))
+        if (r.contains("eval_accuracy") && r["eval_accuracy"].get<double>() > best) {
+            best = r["eval_accuracy"].get<double>();
+            best_step = r["step"].get<int64_t>();
+        }
+    return best_step;
 }
 
 }  // namespace
@@ -132,4 +140,30 @@ TEST(Trainer, AFinishedRunKeepsSaveTotalLimitCheckpoints) {
     nlohmann::json raw = tiny_config(dir, "negative");
     raw["training"]["save_total_limit"] = -1;
     EXPECT_THROW(train_config(raw), std::runtime_error);
+}
+
+// Under save_total_limit 1 with load_best_model_at_end, Hugging Face's Trainer keeps the best
+// checkpoint and the newest while training, since the run resumes from the newest, and the best
+// alone once finished. Stopped after step 10 (evaluated at 4 and 8), the run keeps both, resumes
+// from step 10 and ends as the run never stopped.
+TEST(Trainer, UnderALimitOfOneTheBestAndTheNewestCheckpointsAreKept) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "straight");
+    raw["training"]["save_total_limit"] = 1;
+    raw["training"]["load_best_model_at_end"] = true;
+    raw["training"]["eval_steps"] = 4;
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    const fs::path straight = dir.path() / "straight", stopped = dir.path() / "stopped";
+    EXPECT_EQ(checkpoint_names(straight), std::vector<std::string>{checkpoint_name(best_accuracy_step(straight))});
+
+    raw["training"]["output_dir"] = stopped.string();
+    ASSERT_EQ(train_config(raw, 10).status, TrainStatus::interrupted);
+    const int64_t best = best_accuracy_step(stopped);
+    ASSERT_TRUE(best == 4 || best == 8) << best;
+    EXPECT_EQ(checkpoint_names(stopped), (std::vector<std::string>{checkpoint_name(best), "checkpoint-10.h5"}));
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    EXPECT_EQ(checkpoint_names(stopped), checkpoint_names(straight));
+    expect_same_weights(straight / "model.h5", stopped / "model.h5");
+    EXPECT_EQ(metrics_records(straight), metrics_records(stopped));
 }

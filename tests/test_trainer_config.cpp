@@ -281,7 +281,7 @@ TEST(Checkpoint, PruningKeepsTheNewestAndTheBest) {
     c.model = {{"w", random_tensor({2}, 1)}};
     for (int64_t step : {5, 10, 15, 20}) save_checkpoint(dir + "/" + checkpoint_name(step), c);
     std::ofstream(dir + "/checkpoint-x.h5") << "not ours";
-    prune_checkpoints(dir, 2, checkpoint_name(5));
+    prune_checkpoints(dir, 2, {checkpoint_name(5)});
     std::vector<std::string> left = list_checkpoints(dir);
     ASSERT_EQ(left.size(), 2u);
     EXPECT_EQ(fs::path(left[0]).filename(), checkpoint_name(5));

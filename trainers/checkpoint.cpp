@@ -199,12 +199,12 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
     return out;
 }
 
-void prune_checkpoints(const std::string& dir, int keep, const std::string& protect) {
+void prune_checkpoints(const std::string& dir, int keep, const std::vector<std::string>& protect) {
     std::vector<std::string> all = list_checkpoints(dir);
     int64_t excess = (int64_t)all.size() - keep;
     for (const std::string& path : all) {
         if (excess <= 0) break;
-        if (fs::path(path).filename() == protect) continue;
+        if (std::find(protect.begin(), protect.end(), fs::path(path).filename().string()) != protect.end()) continue;
         fs::remove(path);
         --excess;
     }

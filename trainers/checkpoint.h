@@ -94,7 +94,9 @@ SplitState split_quantizer_state(const nn::Module& model);
 // checkpoint-<step>.h5 files in `dir`, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
 std::string checkpoint_name(int64_t step);
-// Removes the oldest checkpoints beyond `keep`, never the one named `protect`.
-void prune_checkpoints(const std::string& dir, int keep, const std::string& protect);
+// Removes the oldest checkpoints beyond `keep`, never one named in `protect`: protected files
+// count toward `keep` but stay when they alone exceed it (Hugging Face's Trainer keeps the best
+// and the newest under save_total_limit 1).
+void prune_checkpoints(const std::string& dir, int keep, const std::vector<std::string>& protect);
 
 }  // namespace qdq

@@ -201,6 +201,9 @@ std::vector<RankRngs> gather_rank_rngs(const RankRngs& mine) {
     return all;
 }
 
+// The best checkpoint's name when the run loads it at the end, else empty.
+std::string best_to_keep(const Run& r) { return r.t.load_best_model_at_end ? r.state.best_checkpoint : ""; }
+
 // Called by every rank at the same steps; rank 0 writes.
 void save(Run& r) {
     const RankRngs mine{r.task.dropout_rng().state, r.data_rng.state};
@@ -213,9 +216,10 @@ void save(Run& r) {
     r.last_saved = r.state.step;
     if (!r.world.is_root()) return;
     save_checkpoint(r.out_dir + "/" + checkpoint_name(r.state.step), {r.model.state_dict(), r.optimizer.state, r.state, r.resolved});
-    // The newest is kept whatever the limit: the run resumes from it.
+    // The newest is kept whatever the limit, the run resumes from it; and so is the best, which
+    // load_best_model_at_end loads at the end.
     const int64_t keep = std::max<int64_t>(1, r.t.save_total_limit.value_or(kSaveTotalLimitWhileTraining));
-    prune_checkpoints(r.out_dir, (int)keep, r.t.load_best_model_at_end ? r.state.best_checkpoint : "");
+    prune_checkpoints(r.out_dir, (int)keep, {checkpoint_name(r.state.step), best_to_keep(r)});
 }
 
 // The task's metrics, in the precision the model is scored in (eval_matmul_precision).
@@ -276,8 +280,9 @@ TrainOutcome finish(Run& r, RunLog& log) {
     if (r.world.is_root()) {
         nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
         write_json_file(r.out_dir + "/eval_results.json", metrics_to_json(r.last_metrics));
-        // model.h5 now holds the run's result: a set limit applies to what a finished run keeps.
-        if (r.t.save_total_limit) prune_checkpoints(r.out_dir, (int)*r.t.save_total_limit, "");
+        // model.h5 now holds the run's result: a set limit applies to what a finished run keeps,
+        // the best first when it was loaded, as Hugging Face's Trainer ends under a limit of 1.
+        if (r.t.save_total_limit) prune_checkpoints(r.out_dir, (int)*r.t.save_total_limit, {best_to_keep(r)});
     }
     barrier();  // every rank may read what rank 0 wrote once train() returns
     return {TrainStatus::finished, r.state.step, r.last_metrics, ""};
