@@ -14,6 +14,7 @@
 #include "stages/export.h"
 #include "stages/onnx_evaluation.h"
 #include "trainers/qat_variant.h"
+#include "trainers/resume.h"
 #include "trainers/run_precision.h"
 #include "trainers/sharded_evaluation.h"
 #include "trainers/trainer.h"
@@ -51,12 +52,37 @@ Metrics test_metrics(const RunConfig& stage) {
     return metrics;
 }
 
+// Whether the stage's output directory holds its finished model. Throws, as train() run again
+// would, when that model is another config's (a key changed since): the results table would
+// otherwise name this config beside that run's numbers. The model's config is compared as the
+// stage saved it, since the task resolves it from model.init, which is not loaded yet.
+bool finished_before(const RunConfig& config) {
+    const std::string dir = config.training.output_dir, saved = dir + "/config.json";
+    if (!fs::exists(dir + "/model.h5") || !fs::exists(dir + "/eval_results.json")) return false;
+    if (!fs::exists(saved)) return true;
+    RunConfig resolved = config;
+    resolved.model.config = run_config_from_json(read_json_file(saved), saved).model.config;
+    resolved.model.config_file.clear();
+    finished_run_metrics(dir, resolved);
+    return true;
+}
+
+// A calibration done before under other quantization settings is refused, as a stage trained
+// under another config is.
+void check_same_quantization(const QuantizationConfig& before, const QuantizationConfig& now, const std::string& file) {
+    const nlohmann::json diff = nlohmann::json::diff(quantization_config_to_json(before), quantization_config_to_json(now));
+    if (diff.empty()) return;
+    throw std::runtime_error(file + ": was calibrated under different quantization settings (/quantization" +
+                             diff[0].value("path", "?") + "); this config's would not be the ones its ranges came from. "
+                             "Use a new training.output_dir, or remove the calibrate stage's folder to calibrate again");
+}
+
 // Trains `config` unless its output directory already holds the finished model. Returns the
 // final metrics, or none when the run was interrupted.
 std::optional<TestAndValidation> train_stage(const RunConfig& config, const char* name) {
     const std::string results = config.training.output_dir + "/eval_results.json";
     Metrics final_metrics;
-    if (fs::exists(config.training.output_dir + "/model.h5") && fs::exists(results)) {
+    if (finished_before(config)) {
         root_line() << "pipeline: " << name << " done before (" << config.training.output_dir << ")\n";
         final_metrics = metrics_from_json(read_json_file(results), "", results);
     } else {
@@ -234,6 +260,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
     const std::string calibration_json = calib.training.output_dir + "/calibration.json";
     if (fs::exists(calibration_json)) {
         results.calibration = calibration_result_from_json(read_json_file(calibration_json), "", calibration_json);
+        check_same_quantization(results.calibration.quantization, *calib.quantization, calibration_json);
     } else {
         root_line() << "pipeline: calibrate -> " << calib.training.output_dir << "\n";
         std::unique_ptr<Task> task = make_task(calib, {true, true});

@@ -210,6 +210,19 @@ void expect_rerun_redoes_nothing(const RunConfig& config, const PipelineResults&
     EXPECT_EQ(read_json_file(evaluation)[1]["checkpoint"], deployed_model);
 }
 
+// A rerun under a changed key is refused at the first stage that key changes, naming it, and the
+// results stay those of the config that made them.
+void expect_changed_config_refused(const RunConfig& config, const fs::path& out) {
+    const nlohmann::json results = read_json_file((out / "results.json").string());
+    RunConfig faster = config;
+    faster.training.learning_rate *= 2;
+    expect_error([&] { run_pipeline(faster); }, {(out / "fp32").string(), "/training/learning_rate", "finished run"});
+    RunConfig fewer = config;
+    fewer.quantization->calibration_examples = 8;
+    expect_error([&] { run_pipeline(fewer); }, {"calibration.json", "/quantization/calibration_examples"});
+    EXPECT_EQ(read_json_file((out / "results.json").string()), results);
+}
+
 }  // namespace
 
 TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
@@ -261,6 +274,7 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     EXPECT_FALSE(fs::exists(dir.path() / "four_bit" / "fp32"));
 
     expect_rerun_redoes_nothing(config, first.results, out);
+    expect_changed_config_refused(config, out);
 }
 
 // The run to deploy, from hand-made results: the best on validation (not on test), among the

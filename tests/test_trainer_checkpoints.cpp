@@ -119,6 +119,31 @@ TEST(Trainer, RunningAFinishedRunAgainAddsNothing) {
     EXPECT_EQ(file_bytes(run / "model.h5"), model);
 }
 
+// A finished run that kept no checkpoint (save_total_limit 0, the pipeline's default) is still a
+// finished run: the same directory under another config is refused, naming the key, and nothing
+// of the run is lost.
+TEST(Trainer, AFinishedRunIsNotOverwrittenByAnotherConfig) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    raw["training"]["save_total_limit"] = 0;
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    const fs::path run = dir.path() / "run";
+    ASSERT_TRUE(checkpoint_names(run).empty());
+    const std::string log = file_bytes(run / "metrics.jsonl"), model = file_bytes(run / "model.h5");
+    const std::string config = file_bytes(run / "config.json");
+    raw["training"]["learning_rate"] = 2e-2;
+    try {
+        train_config(raw);
+        FAIL() << "trained over a finished run of another config";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("/training/learning_rate"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(file_bytes(run / "metrics.jsonl"), log);
+    EXPECT_EQ(file_bytes(run / "model.h5"), model);
+    EXPECT_EQ(file_bytes(run / "config.json"), config);
+}
+
 // Hugging Face's save_total_limit: the newest N while training; set, it is also what a finished
 // run keeps (0: only model.h5); unset, the newest two.
 TEST(Trainer, AFinishedRunKeepsSaveTotalLimitCheckpoints) {

@@ -44,17 +44,25 @@ RunConfig comparable(RunConfig c) {
     return c;
 }
 
+// The first key in which two configs describe different runs, as a JSON pointer
+// ("/training/learning_rate"); empty when they describe the same run. Compared as the configs are
+// written, so that an error can name the key.
+std::string first_difference(const RunConfig& saved, const RunConfig& current) {
+    const nlohmann::json diff =
+        nlohmann::json::diff(run_config_to_json(comparable(saved)), run_config_to_json(comparable(current)));
+    return diff.empty() ? "" : diff[0].value("path", "?");
+}
+
+const char* const kElsewhere =
+    "Use a new training.output_dir, or start over in this one (train's --no-resume, or remove the folder)";
+
 }  // namespace
 
 void check_resumable(const RunConfig& saved, const RunConfig& current, const std::string& checkpoint) {
-    // Compared as the configs are written, so that the error names the first key that differs.
-    const nlohmann::json diff =
-        nlohmann::json::diff(run_config_to_json(comparable(saved)), run_config_to_json(comparable(current)));
-    if (diff.empty()) return;
-    std::string where = diff[0].value("path", "?");
+    const std::string where = first_difference(saved, current);
+    if (where.empty()) return;
     throw std::runtime_error(checkpoint + ": was written by a run with a different config (" + where +
-                             "); resuming would not give the run either config describes. Use a new "
-                             "training.output_dir, or --no-resume to start over in this one");
+                             "); resuming would not give the run either config describes. " + kElsewhere);
 }
 
 std::optional<ReadableCheckpoint> newest_readable_checkpoint(const std::string& dir, bool set_aside) {
@@ -79,11 +87,10 @@ std::optional<ReadableCheckpoint> newest_readable_checkpoint(const std::string& 
 std::optional<nlohmann::json> finished_run_metrics(const std::string& dir, const RunConfig& resolved) {
     const std::string config = dir + "/config.json", results = dir + "/eval_results.json";
     if (!fs::exists(dir + "/model.h5") || !fs::exists(results) || !fs::exists(config)) return std::nullopt;
-    try {
-        check_resumable(run_config_from_json(read_json_file(config), config), resolved, config);
-    } catch (const std::runtime_error&) {
-        return std::nullopt;  // another run's results: train() says why when it resumes or starts
-    }
+    const std::string where = first_difference(run_config_from_json(read_json_file(config), config), resolved);
+    if (!where.empty())
+        throw std::runtime_error(dir + " holds a finished run of a different config (" + where + ", " + config +
+                                 "); this one would overwrite its results. " + kElsewhere);
     return read_json_file(results);
 }
 

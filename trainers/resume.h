@@ -29,7 +29,9 @@ struct ReadableCheckpoint {
 std::optional<ReadableCheckpoint> newest_readable_checkpoint(const std::string& dir, bool set_aside);
 
 // The final metrics of a run that already finished in `dir` (model.h5, eval_results.json and a
-// config.json of the same run as `resolved`), so that running it again changes nothing.
+// config.json of the same run as `resolved`), so that running it again changes nothing. Throws as
+// check_resumable does when the finished run is another config's: starting over would overwrite
+// its results, and a finished run may keep no checkpoint to refuse a resume by.
 std::optional<nlohmann::json> finished_run_metrics(const std::string& dir, const RunConfig& resolved);
 
 }  // namespace qdq
