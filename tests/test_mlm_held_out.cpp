@@ -4,6 +4,7 @@
 // set's metrics against the same file evaluated alone as the one unnamed set.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "data/document_slice.h"
@@ -129,6 +130,11 @@ TEST_F(NamedEvalSets, EachSetScoresAsItWouldAloneAndTheTotalPoolsMaskedTokens) {
     const Metrics both = evaluate({{"reviews", "reviews.jsonl[50%:]"}, {"articles", "articles.jsonl"}});
     const Metrics reviews = evaluate("reviews.jsonl[50%:]");
     const Metrics articles = evaluate("articles.jsonl");
+    std::vector<std::string> scores;
+    for (const auto& [name, value] : both.scores) scores.push_back(name);
+    std::vector<std::string> named = score_names(TaskKind::mlm, {"reviews", "articles"});
+    std::sort(named.begin(), named.end());
+    EXPECT_EQ(scores, named);  // what metric_for_best_model may name
     for (const auto& [name, alone] : {std::pair{"reviews", reviews}, std::pair{"articles", articles}}) {
         const std::string p = std::string(name) + "_";
         EXPECT_EQ(both.scores.at(p + "loss"), alone.scores.at("eval_loss")) << name;

@@ -56,6 +56,9 @@ TEST(Trainer, LearnsTheTaskAndWritesItsOutputs) {
     ASSERT_EQ(outcome.status, TrainStatus::finished);
     EXPECT_EQ(outcome.step, 40);
     EXPECT_GE(outcome.metrics.scores.at("accuracy"), 0.9);  // chance is 0.5
+    std::vector<std::string> scores;
+    for (const auto& [name, value] : outcome.metrics.scores) scores.push_back(name);
+    EXPECT_EQ(scores, score_names(TaskKind::classification, {}));  // what metric_for_best_model may name
     const fs::path run = dir.path() / "run";
     for (const char* file : {"config.json", "metrics.jsonl", "model.h5", "eval_results.json", "checkpoint-40.h5"})
         EXPECT_TRUE(fs::exists(run / file)) << file;

@@ -103,6 +103,27 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(with("data", "dataset", "mnli").find("'data.dataset' must be one of nli, headerless_nli"), std::string::npos);
 }
 
+// training.metric_for_best_model is read as Hugging Face's Trainer reads it, with or without
+// "eval_" before it, and becomes the score's name in the task's metrics; a metric the task does not
+// report is an error at load, not at the first evaluation.
+TEST(RunConfig, MetricForBestModelIsTheTasksScoreWithOrWithoutEval) {
+    std::string dir = temp_dir("qdq_config_best_metric");
+    nlohmann::json c = base_config(dir);
+    auto metric = [&](const std::string& name) {
+        nlohmann::json copy = c;
+        copy["training"]["metric_for_best_model"] = name;
+        return parse_run_config(copy, "run.json", ".").training.metric_for_best_model;
+    };
+    EXPECT_EQ(metric("accuracy"), "accuracy");
+    EXPECT_EQ(metric("eval_accuracy"), "accuracy");
+    EXPECT_EQ(metric("loss"), "eval_loss");
+    EXPECT_EQ(metric("eval_loss"), "eval_loss");
+    c["training"]["metric_for_best_model"] = "f1";
+    const std::string error = error_of(c);
+    EXPECT_NE(error.find("run.json: 'training.metric_for_best_model' is 'f1'"), std::string::npos) << error;
+    EXPECT_NE(error.find("accuracy, eval_loss"), std::string::npos) << error;
+}
+
 // run_config_from_json reads types and touches no file: a config whose files are all missing
 // (a checkpoint's, read on another machine) reads, keeps its paths as written, and fails only
 // in resolve(), naming the key. Written back, it reads as the same config.

@@ -8,6 +8,7 @@
 #include "json/json_fields.h"
 #include "qdqbert/calibration.h"
 #include "trainers/qat_variant.h"
+#include "trainers/task_metrics.h"
 
 namespace qdq {
 
@@ -286,6 +287,28 @@ DistillationSettings distillation_settings_from_json(const nlohmann::json& secti
     return d;
 }
 
+namespace {
+
+// training.metric_for_best_model as the task's metrics name it, checked now rather than at the
+// first evaluation, after training has begun.
+void resolve_best_model_metric(RunConfig& c) {
+    std::string& name = c.training.metric_for_best_model;
+    if (name.empty()) return;
+    std::vector<std::string> sets;
+    for (const EvalSet& set : c.data.eval_sets) sets.push_back(set.name);
+    if (std::optional<std::string> score = score_named(c.data.task, sets, name)) {
+        name = *score;
+        return;
+    }
+    std::string names;
+    for (const std::string& score : score_names(c.data.task, sets)) names += (names.empty() ? "" : ", ") + score;
+    throw std::runtime_error(c.source + ": 'training.metric_for_best_model' is '" + name + "', which data.task " +
+                             name_of_choice(c.data.task, kTaskKindNames) + " does not report; it reports " + names +
+                             " (each also with eval_ before it)");
+}
+
+}  // namespace
+
 RunConfig run_config_from_json(const nlohmann::json& json, const std::string& source) {
     RunConfig c;
     c.source = source;
@@ -293,6 +316,7 @@ RunConfig run_config_from_json(const nlohmann::json& json, const std::string& so
     c.model = model_settings_from_json(root.section("model"), source);
     c.data = data_settings_from_json(root.section("data"), source);
     c.training = training_settings_from_json(root.section("training"), source);
+    resolve_best_model_metric(c);
     if (root.has("quantization")) c.quantization = quantization_config_from_json(root.section("quantization"), source);
     if (root.has("distillation")) {
         // Masked-LM logits cover the masked positions only, over the vocabulary: distilling them

@@ -154,7 +154,9 @@ struct TrainingSettings {
     // training and after; a pipeline's stages then keep none (stages/pipeline.h).
     std::optional<int64_t> save_total_limit;
     bool load_best_model_at_end = false;
-    std::string metric_for_best_model;  // default: the task's main metric
+    // Default: the task's main metric (not Hugging Face's "loss"). Given with or without "eval_"
+    // before it, and read as the task's metrics name it (task_metrics.h score_named).
+    std::string metric_for_best_model;
     // Default as HF: false when the metric's name ends in "loss", else true.
     std::optional<bool> greater_is_better;
     bool group_by_length = false;

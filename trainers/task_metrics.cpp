@@ -48,6 +48,28 @@ MetricScale metric_scale(TaskKind task, const std::string& name) {
     throw std::invalid_argument("metric_scale: not a task kind");
 }
 
+std::vector<std::string> score_names(TaskKind task, const std::vector<std::string>& eval_sets) {
+    switch (task) {
+        case TaskKind::classification: return {"accuracy", "eval_loss"};
+        case TaskKind::squad: return {"exact_match", "f1"};
+        case TaskKind::mlm: {
+            std::vector<std::string> names = {"eval_loss", "perplexity", "mlm_accuracy"};
+            for (const std::string& set : eval_sets)
+                for (const char* score : {"_loss", "_perplexity", "_mlm_accuracy"}) names.push_back(set + score);
+            return names;
+        }
+    }
+    throw std::invalid_argument("score_names: not a task kind");
+}
+
+std::optional<std::string> score_named(TaskKind task, const std::vector<std::string>& eval_sets,
+                                       const std::string& name) {
+    const auto logged = [](const std::string& n) { return n.starts_with("eval_") ? n : "eval_" + n; };
+    for (const std::string& score : score_names(task, eval_sets))
+        if (logged(score) == logged(name)) return score;
+    return std::nullopt;
+}
+
 nlohmann::json metrics_to_json(const Metrics& metrics) {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [name, value] : metrics.scores) j[name] = value;

@@ -48,6 +48,14 @@ struct Metrics {
 std::vector<std::string> shown_metrics(TaskKind task);
 MetricScale metric_scale(TaskKind task, const std::string& name);
 
+// The scores Task::evaluate returns for `task`; eval_sets names an mlm run's evaluation sets.
+std::vector<std::string> score_names(TaskKind task, const std::vector<std::string>& eval_sets);
+// The score that training.metric_for_best_model `name` means, as the metrics hold it: the name is
+// compared as Hugging Face's Trainer logs and looks it up, with "eval_" before it unless already
+// there ("accuracy" and "eval_accuracy" are accuracy, "loss" is eval_loss). None for no score.
+std::optional<std::string> score_named(TaskKind task, const std::vector<std::string>& eval_sets,
+                                       const std::string& name);
+
 // The metrics as every file holds them: one object, scores as reals (NaN as null) and counts as
 // integers, without the task, which the files' readers know from the names (below).
 nlohmann::json metrics_to_json(const Metrics& metrics);
