@@ -26,7 +26,7 @@ void shuffle(std::vector<int64_t>& order, uint64_t seed, int64_t epoch) {
 
 void group_by_length(std::vector<int64_t>& order, const std::vector<int32_t>& lengths, const LoaderOptions& options) {
     const auto longer = [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; };
-    const size_t mega = (size_t)(options.mega_batch_factor * options.batch_size);
+    const size_t mega = (size_t)mega_batch_size((int64_t)order.size(), options);
     for (size_t begin = 0; begin < order.size(); begin += mega) {
         const size_t end = std::min(order.size(), begin + mega);
         std::stable_sort(order.begin() + begin, order.begin() + end, longer);
@@ -45,10 +45,18 @@ void check_options(int64_t count, const std::vector<int32_t>& lengths, const Loa
     if ((int64_t)lengths.size() != count)
         throw std::invalid_argument("BatchLoader: group_by_length needs one length per example (" +
                                     std::to_string(lengths.size()) + " for " + std::to_string(count) + ")");
-    if (options.mega_batch_factor <= 0) throw std::invalid_argument("BatchLoader: mega_batch_factor must be positive");
+    if (options.mega_batch_factor < 0) throw std::invalid_argument("BatchLoader: mega_batch_factor must not be negative");
+    if (options.batches_per_step <= 0) throw std::invalid_argument("BatchLoader: batches_per_step must be positive");
 }
 
 }  // namespace
+
+int64_t mega_batch_size(int64_t count, const LoaderOptions& options) {
+    const int64_t step_batch = options.batch_size * options.batches_per_step;
+    const int64_t factor =
+        options.mega_batch_factor > 0 ? options.mega_batch_factor : std::max<int64_t>(1, std::min<int64_t>(count / (4 * step_batch), 50));
+    return factor * step_batch;
+}
 
 std::vector<int64_t> epoch_order(int64_t count, const std::vector<int32_t>& lengths, const LoaderOptions& options,
                                  int64_t epoch) {

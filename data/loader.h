@@ -7,9 +7,9 @@
 // checkpoint needs only LoaderPosition (with the same data and options) to resume mid-epoch.
 //
 // group_by_length (the idea of Hugging Face's LengthGroupedSampler, so that a batch pads little):
-// shuffle as above, cut the order into mega-batches of mega_batch_factor x batch_size, sort each
-// mega-batch by length, longest first (a stable sort, so equal lengths keep their shuffled order),
-// and cut batches from that. Then, as Hugging Face does, the batch holding the longest example
+// shuffle as above, cut the order into mega-batches (mega_batch_size), sort each mega-batch by
+// length, longest first (a stable sort, so equal lengths keep their shuffled order), and cut
+// batches from that. Then, as Hugging Face does, the batch holding the longest example
 // trades places with the first batch (when both are full), so that running out of memory happens
 // at step 1, not hours into the run.
 #pragma once
@@ -28,8 +28,15 @@ struct LoaderOptions {
     uint64_t seed = 0;
     bool drop_last = false;  // drop the epoch's last batch when it is short
     bool group_by_length = false;
-    int64_t mega_batch_factor = 50;  // Hugging Face's megabatch_mult
+    // Hugging Face's megabatch_mult; 0: its default, min(N / (4 x step batch), 50) and at least 1,
+    // so that a small dataset is not sorted whole into the same batches every epoch.
+    int64_t mega_batch_factor = 0;
+    int64_t batches_per_step = 1;  // gradient accumulation: the step batch is batch_size times this
 };
+
+// Examples per mega-batch for `count` examples: the factor times the step batch, as Hugging
+// Face's Trainer gives its sampler train_batch_size x gradient_accumulation_steps.
+int64_t mega_batch_size(int64_t count, const LoaderOptions& options);
 
 // Where a loader stands: the next batch starts at `index` of epoch `epoch`'s order.
 struct LoaderPosition {

@@ -130,8 +130,9 @@ TEST(BatchLoader, GroupByLengthBatchesSimilarLengths) {
     std::vector<int64_t> all(2000);
     std::iota(all.begin(), all.end(), 0);
     EXPECT_EQ(sorted_indices(grouped_run.batches, 0, grouped_run.batches.size()), all);
-    // Uniform lengths in 1..512 have variance ~21800 in a random batch; a mega-batch of 800
-    // sorted leaves ~(512/800)^2 x 16^2 / 12 ~ 9 within a batch. 1% leaves a wide margin.
+    // Uniform lengths in 1..512 have variance ~21800 in a random batch; a mega-batch of 496
+    // (31 batches: 2000 / 64) sorted leaves ~(512/496)^2 x 16^2 / 12 ~ 23 within a batch. 1%
+    // leaves a wide margin.
     const double grouped_variance = mean_batch_variance(grouped_run.batches, lengths);
     const double plain_variance = mean_batch_variance(plain_run.batches, lengths);
     EXPECT_LT(grouped_variance, 0.01 * plain_variance) << grouped_variance << " vs " << plain_variance;
@@ -139,6 +140,28 @@ TEST(BatchLoader, GroupByLengthBatchesSimilarLengths) {
     const auto& first = grouped_run.batches[0];
     EXPECT_TRUE(std::any_of(first.begin(), first.end(), [&](int64_t i) { return lengths[i] == longest; }))
         << "the longest example comes first, so that memory runs out at step 1 if at all";
+}
+
+// Hugging Face's mega-batches: min(N / (4 x step batch), 50) step batches, at least one, where
+// the step batch is batch_size x gradient_accumulation_steps. Each mega-batch is sorted, so the
+// lengths fall within one and rise where the next starts; 1,000 examples in batches of 8 with 4
+// accumulated: 7 x 32 = 224, not sorted whole.
+TEST(BatchLoader, MegaBatchesAreHuggingFacesSize) {
+    EXPECT_EQ(mega_batch_size(1000, {.batch_size = 8, .batches_per_step = 4}), 224);
+    EXPECT_EQ(mega_batch_size(100000, {.batch_size = 8, .batches_per_step = 4}), 50 * 32);
+    EXPECT_EQ(mega_batch_size(100, {.batch_size = 32}), 32);
+    EXPECT_EQ(mega_batch_size(1000, {.batch_size = 8, .mega_batch_factor = 3}), 24);
+    const std::vector<int32_t> lengths = random_lengths(1000, 3);
+    const LoaderOptions options{.batch_size = 8, .seed = 4, .group_by_length = true, .batches_per_step = 4};
+    const std::vector<int64_t> order = epoch_order(1000, lengths, options, 0);
+    std::vector<size_t> rises;
+    for (size_t i = 8; i + 1 < order.size(); ++i)  // past the first batch, which the longest one's took
+        if (lengths[(size_t)order[i]] < lengths[(size_t)order[i + 1]]) rises.push_back(i + 1);
+    // Where each mega-batch starts, and at most the two edges of the batch that traded places.
+    int64_t at_starts = 0;
+    for (size_t rise : rises) at_starts += rise % 224 == 0;
+    EXPECT_GE(at_starts, 3) << "of the 4 mega-batch starts";
+    EXPECT_LE(rises.size() - (size_t)at_starts, 2u);
 }
 
 TEST(BatchLoader, RejectsBadArguments) {

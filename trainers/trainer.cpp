@@ -146,6 +146,7 @@ LoaderOptions loader_options(const TrainingSettings& t) {
     o.batch_size = (int64_t)t.per_device_train_batch_size * world().size;
     o.seed = t.seed;
     o.group_by_length = t.group_by_length;
+    o.batches_per_step = t.gradient_accumulation_steps;
     return o;
 }
 
