@@ -93,6 +93,17 @@ void check_values(const fs::path& dir, const SweepRun& run) {
                                  " and results_dir");
 }
 
+// A run's config read now as the run will read it, so that a misspelt key or a value of the wrong
+// type stops the sweep before any run starts, not in run-000's log.
+void check_run_config(const Sweep& sweep, const SweepRun& run, const std::string& path) {
+    try {
+        load_run_config(sweep.config, run.overrides);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": " + fs::path(run.dir).filename().string() + " " + run.values.dump() + ": " +
+                                 e.what());
+    }
+}
+
 // Starts one run with its output in run.log; returns the child's pid.
 pid_t start_run(const Sweep& sweep, const SweepRun& run, const std::string& binary, int threads) {
     fs::create_directories(run.dir);
@@ -197,6 +208,8 @@ Sweep load_sweep(const std::string& path) {
         }
     }
     if (points.empty()) throw std::runtime_error(path + ": the sweep has no runs (give 'grid' or 'random')");
+    if (std::any_of(points.begin(), points.end(), [](const nlohmann::json& p) { return p.contains("training.output_dir"); }))
+        throw std::runtime_error(path + ": 'training.output_dir' is the sweep's to set (output_dir/run-NNN), not a swept key");
 
     for (size_t i = 0; i < points.size(); ++i) {
         char name[32];
@@ -206,6 +219,7 @@ Sweep load_sweep(const std::string& path) {
         run.values = points[i];
         for (const auto& [key, value] : points[i].items()) run.overrides.push_back(key + "=" + value.dump());
         run.overrides.push_back("training.output_dir=" + nlohmann::json(run.dir).dump());
+        check_run_config(sweep, run, path);
         check_values(run.dir, run);
         if (const std::string record = record_dir(sweep, run); !record.empty()) check_values(record, run);
         sweep.runs.push_back(std::move(run));

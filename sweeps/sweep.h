@@ -16,8 +16,9 @@
 //    "metric": "accuracy",              the results table is sorted by it (from eval_results.json)
 //    "greater_is_better": true,         default: false for names ending in "loss"
 //    "parallel": 1}                     runs at a time on this machine
-// Keys are dotted config paths, applied as `--set key=value` (so they are checked as the config
-// file is). Each run's overrides are fixed when the sweep is expanded, and written to
+// Keys are dotted config paths, applied as `--set key=value`: every run's config is read so when
+// the sweep is loaded, and an error in any stops it before a run starts; training.output_dir is
+// the sweep's own key. Each run's overrides are fixed when the sweep is expanded, and written to
 // <run dir>/sweep_run.json, so reruns of the sweep find the same runs in the same directories.
 // A run whose directory holds eval_results.json (pipeline: results.json) is done and skipped; one
 // with checkpoints resumes. As each run finishes, its record (the results file, sweep_run.json and

@@ -22,8 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string write_sweep(const TempDir& dir, nlohmann::json sweep) {
-    dir.write("base.json", qdq::testing::tiny_config(dir, "unused").dump(2));
+std::string write_sweep(const TempDir& dir, nlohmann::json sweep, nlohmann::json base = nullptr) {
+    dir.write("base.json", (base.is_null() ? qdq::testing::tiny_config(dir, "unused") : base).dump(2));
     sweep["config"] = "base.json";
     if (!sweep.contains("output_dir")) sweep["output_dir"] = (dir.path() / "sweep").string();
     return dir.write("sweep.json", sweep.dump(2));
@@ -72,7 +72,9 @@ TEST(Sweep, RandomDrawsAreReproducibleAndInRange) {
                                    {"space", {{"training.learning_rate", {{"log_uniform", {1e-5, 1e-3}}}},
                                               {"training.seed", {{"choice", {1, 2}}}},
                                               {"training.warmup_ratio", {{"uniform", {0, 0.2}}}}}}};
-    const std::string path = write_sweep(dir, {{"random", random}, {"metric", "eval_loss"}});
+    nlohmann::json base = qdq::testing::tiny_config(dir, "unused");
+    base["training"].erase("warmup_steps");  // the runs' warmup is the drawn ratio
+    const std::string path = write_sweep(dir, {{"random", random}, {"metric", "eval_loss"}}, base);
     Sweep a = load_sweep(path), b = load_sweep(path);
     ASSERT_EQ(a.runs.size(), 20u);
     EXPECT_FALSE(a.greater_is_better);
@@ -103,6 +105,17 @@ TEST(Sweep, ErrorsNameTheKey) {
     nlohmann::json sweep = {{"grid", {{"training.seed", {1}}}}, {"config", "missing.json"},
                             {"output_dir", "x"}};
     EXPECT_NE(error_of(dir.write("bad.json", sweep.dump())).find("'config' names a missing file"), std::string::npos);
+    // Each run's config is read before any run starts, as `--set` reads it: a misspelt key and a
+    // value of the wrong type are the sweep's errors, naming the run, and no run directory is made.
+    std::string error = error_of(write_sweep(dir, {{"grid", {{"training.seed", {1, 2}}, {"training.sed", {1}}}}}));
+    EXPECT_NE(error.find("sweep.json: run-000"), std::string::npos) << error;
+    EXPECT_NE(error.find("training.sed"), std::string::npos) << error;
+    error = error_of(write_sweep(dir, {{"grid", {{"training.learning_rate", {1e-3, "fast"}}}}}));
+    EXPECT_NE(error.find("run-001"), std::string::npos) << error;
+    EXPECT_NE(error.find("'training.learning_rate' must be a number"), std::string::npos) << error;
+    error = error_of(write_sweep(dir, {{"grid", {{"training.output_dir", {"a", "b"}}}}}));
+    EXPECT_NE(error.find("'training.output_dir' is the sweep's to set"), std::string::npos) << error;
+    EXPECT_FALSE(fs::exists(dir.path() / "sweep"));
 }
 
 TEST(Sweep, RunsInParallelSkipsFinishedRunsAndSortsResults) {
