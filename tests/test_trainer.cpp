@@ -156,6 +156,27 @@ TEST(Trainer, NanLossStopsAndKeepsTheLastCheckpoint) {
     for (const nlohmann::json& r : metrics_records(run)) EXPECT_LE(r["step"].get<int64_t>(), 5);
 }
 
+// A model.init that is not there is named as the config's key, whether the model's shape comes
+// from it or from model.config.
+TEST(Trainer, AMissingModelInitIsNamedByItsKey) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "run");
+    raw["model"]["init"] = (dir.path() / "missing.h5").string();
+    for (bool shape_from_init : {false, true}) {
+        if (shape_from_init) raw["model"].erase("config");
+        try {
+            make_task(parse(raw), {});
+            ADD_FAILURE() << "built a task from a missing model.init";
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find("test.json: 'model.init' names a missing file: " +
+                                                 (dir.path() / "missing.h5").string()),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+}
+
 TEST(Trainer, RefusesToResumeUnderAChangedConfig) {
     qdq::testing::TempDir dir;
     write_task_files(dir);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <stdexcept>
 
@@ -23,7 +24,22 @@ nn::BertConfig model_file_config(const std::string& path) {
     return nn::load_pretrained_config(path);
 }
 
+namespace {
+
+// model.init, when it is read, must be there: the error names the key and the config, not the
+// file alone.
+void check_model_init(const RunConfig& config) {
+    const std::string& init = config.model.init;
+    if (init.empty() && !config.model.config)
+        throw std::runtime_error(config.source + ": 'model.init' is unset, and so is model.config: one of them gives the model's shape");
+    if (!init.empty() && !std::filesystem::exists(init))
+        throw std::runtime_error(config.source + ": 'model.init' names a missing file: " + init);
+}
+
+}  // namespace
+
 nn::BertConfig task_model_config(const RunConfig& config) {
+    if (!config.model.config) check_model_init(config);
     nn::BertConfig c = config.model.config ? *config.model.config : model_file_config(config.model.init);
     if (config.data.max_seq_length > c.max_position_embeddings)
         throw std::runtime_error(config.source + ": data.max_seq_length " + std::to_string(config.data.max_seq_length) +
@@ -45,7 +61,10 @@ Tokenizer task_tokenizer(const RunConfig& config) {
 
 void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data) {
     if (config.quantization) attach_bert_quantizers(bert, *config.quantization);
-    if (data.weights && !config.model.init.empty()) load_model_weights(model, config.model.init);
+    if (data.weights && !config.model.init.empty()) {
+        check_model_init(config);
+        load_model_weights(model, config.model.init);
+    }
 }
 
 std::vector<std::vector<int64_t>> eval_batches(const std::vector<int32_t>& lengths, int64_t batch_size) {
