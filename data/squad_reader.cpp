@@ -10,6 +10,7 @@
 #include "autograd/rng.h"
 #include "data/text_file.h"
 #include "data/utf8.h"
+#include "json/json_file.h"
 
 namespace qdq {
 namespace {
@@ -92,7 +93,7 @@ SquadData read_squad(const std::string& path, const SquadReadOptions& options) {
     try {
         root = json::parse(read_text_file(path));
     } catch (const json::parse_error& e) {
-        throw std::runtime_error(path + ": not valid JSON: " + e.what());
+        throw std::runtime_error(path + ": not valid JSON: " + json_error_text(e));
     }
     SquadData out;
     if (root.is_object() && root.contains("version"))

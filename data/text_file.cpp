@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -12,7 +13,18 @@
 
 namespace qdq {
 
+namespace {
+
+// zlib and the standard streams open a directory as an empty file: a path given for data must be
+// refused by name instead of read as no examples.
+void check_not_directory(const std::string& path) {
+    if (std::filesystem::is_directory(path)) throw std::runtime_error(path + " is a directory, not a file");
+}
+
+}  // namespace
+
 LineReader::LineReader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb"), gzclose) {
+    check_not_directory(path);
     if (!file_) throw std::runtime_error("cannot open " + path);
     constexpr unsigned kBufferBytes = 1 << 17;
     gzbuffer(file_.get(), kBufferBytes);
@@ -64,6 +76,7 @@ bool LineReader::next(std::string& line) {
 }
 
 std::string read_text_file(const std::string& path) {
+    check_not_directory(path);
     if (path.ends_with(".gz")) return read_gzip_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + path);

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json/json_file.h"
+
 namespace qdq {
 
 // Data is copied with memcpy and read as host integers; a big-endian host would need swaps.
@@ -112,7 +114,7 @@ json parse_header_json(std::string_view text, const std::string& source) {
     try {
         return json::parse(text.begin(), text.end(), on_event);
     } catch (const json::exception& e) {  // syntax errors, and numbers too large for a double
-        fail(source, std::string("header is not valid JSON (") + e.what() + ")");
+        fail(source, "header is not valid JSON (" + json_error_text(e) + ")");
     }
 }
 

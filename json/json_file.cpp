@@ -7,12 +7,13 @@
 namespace qdq {
 
 nlohmann::json read_json_file(const std::string& path) {
+    if (std::filesystem::is_directory(path)) throw std::runtime_error(path + ": is a directory, not a JSON file");
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot open " + path);
     try {
         return nlohmann::json::parse(in);
     } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(path + ": not valid JSON: " + e.what());
+        throw std::runtime_error(path + ": not valid JSON: " + json_error_text(e));
     }
 }
 

@@ -7,7 +7,16 @@
 
 namespace qdq {
 
+// Throws naming the file: a directory, a file that cannot be opened, or text that is not JSON
+// (with its line and column).
 nlohmann::json read_json_file(const std::string& path);
+// A JSON library error as a sentence: its message without the "[json.exception.parse_error.101] "
+// tag, which names the library's exception type and tells the reader nothing.
+inline std::string json_error_text(const nlohmann::json::exception& e) {
+    const std::string what = e.what();
+    const size_t tag_end = what.starts_with("[json.exception.") ? what.find("] ") : std::string::npos;
+    return tag_end == std::string::npos ? what : what.substr(tag_end + 2);
+}
 // Indented by two spaces, with a final newline; replaces the file at once (readers never see
 // part of it) or not at all.
 void write_json_file(const std::string& path, const nlohmann::json& j);

@@ -6,6 +6,7 @@
 
 #include "io/hdf5_weights.h"
 #include "io/safetensors.h"
+#include "json/json_file.h"
 #include "nn/roberta.h"
 
 namespace qdq::nn {
@@ -20,7 +21,7 @@ nlohmann::json parse_json(const std::string& text, const std::string& where) {
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(where + ": not valid JSON: " + e.what());
+        throw std::runtime_error(where + ": not valid JSON: " + json_error_text(e));
     }
 }
 

@@ -65,3 +65,23 @@ TEST(JsonFile, AReaderDuringRewritesAlwaysSeesAWholeFile) {
     writer.join();
     EXPECT_EQ(whole, reads);
 }
+
+// Errors name the file, and read as sentences: the line and column of bad JSON without the
+// library's exception tag; a directory is refused by name.
+TEST(JsonFile, ErrorsNameTheFileAndWhereTheTextIsWrong) {
+    TempDir dir;
+    const std::string bad = dir.write("bad.json", "{\"a\": 1,\n \"b\": }\n");
+    try {
+        read_json_file(bad);
+        ADD_FAILURE() << "read bad JSON";
+    } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(bad + ": not valid JSON: parse error at line 2, column 7: syntax error", 0), 0u)
+            << e.what();
+    }
+    try {
+        read_json_file(dir.path().string());
+        ADD_FAILURE() << "read a directory";
+    } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), dir.path().string() + ": is a directory, not a JSON file");
+    }
+}

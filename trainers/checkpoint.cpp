@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "io/hdf5_weights.h"
+#include "json/json_file.h"
 #include "nn/pretrained.h"
 
 namespace qdq {
@@ -89,7 +90,7 @@ Checkpoint read_checkpoint_file(const std::string& path) {
     try {
         c.state = state_from_json(meta.at("trainer_state"));
     } catch (const nlohmann::json::exception& e) {
-        throw std::runtime_error(path + ": damaged trainer state: " + e.what());
+        throw std::runtime_error(path + ": damaged trainer state: " + json_error_text(e));
     }
     c.config = run_config_from_json(meta.at("config"), path);
     c.weights = weights_field(meta, path);
