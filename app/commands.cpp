@@ -2,6 +2,7 @@
 // with --set applied, and its own options.
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -82,6 +83,8 @@ int run_eval(const RunConfig& config, std::map<std::string, std::string>& option
 int run_calibrate(const RunConfig& config, std::map<std::string, std::string>& options) {
     CalibrateOptions calibrate_options;
     calibrate_options.out_dir = options["--out"];
+    if (std::filesystem::exists(calibrate_options.out_dir) && !std::filesystem::is_directory(calibrate_options.out_dir))
+        throw UsageError("--out names a file, not a folder: " + calibrate_options.out_dir);
     RunConfig with_weights = config;
     if (!options["--checkpoint"].empty()) with_weights.model.init = options["--checkpoint"];
     calibrate_options.sensitivity =

@@ -331,6 +331,10 @@ TEST(Cli, ExitCodesAndErrorsNameTheKey) {
     EXPECT_NE(bad_set.output.find("training.max_steps"), std::string::npos) << bad_set.output;
     EXPECT_EQ(run_qdqtrain("train " + good + " --frobnicate").status, 2);
     EXPECT_EQ(run_qdqtrain("eval " + good).status, 2);  // --checkpoint is required
+    // calibrate's --out naming a file is refused before anything is calibrated.
+    Process out_file = run_qdqtrain("calibrate " + good + " --out " + good);
+    EXPECT_EQ(out_file.status, 2);
+    EXPECT_NE(out_file.output.find("--out names a file, not a folder: " + good), std::string::npos) << out_file.output;
     for (const char* command : {"train", "eval", "predict"}) {
         Process help = run_qdqtrain(std::string(command) + " --help");
         EXPECT_EQ(help.status, 0);

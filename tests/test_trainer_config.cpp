@@ -101,6 +101,12 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(with("pipeline", "calibration", "percentile-99.5").find("'pipeline.calibration' must be one of best, max, "),
               std::string::npos);
     EXPECT_NE(with("data", "dataset", "mnli").find("'data.dataset' must be one of nli, headerless_nli"), std::string::npos);
+    EXPECT_NE(with("data", "max_train_examples", -5).find("'data.max_train_examples' must be positive, or -1"), std::string::npos);
+    EXPECT_NE(with("data", "max_eval_examples", 0).find("'data.max_eval_examples' must be positive"), std::string::npos);
+    EXPECT_NE(with("training", "output_dir", "").find("'training.output_dir' is empty"), std::string::npos);
+    std::ofstream(dir + "/a_file") << "x";
+    EXPECT_NE(with("training", "output_dir", dir + "/a_file").find("'training.output_dir' names a file, not a folder"),
+              std::string::npos);
 }
 
 // training.metric_for_best_model is read as Hugging Face's Trainer reads it, with or without

@@ -86,6 +86,8 @@ void check_data_settings(const JsonFields& data, const DataSettings& d) {
     check_slices(data, "eval_files", d.task, d.eval_files);
     for (const EvalSet& set : d.eval_sets) check_slices(data, "eval_files", d.task, set.files);
     if (d.max_seq_length < 8) data.fail("max_seq_length", "must be at least 8");
+    for (auto [key, count] : {std::pair{"max_train_examples", d.max_train_examples}, {"max_eval_examples", d.max_eval_examples}})
+        if (count == 0 || count < -1) data.fail(key, "must be positive, or -1 for all, got " + std::to_string(count));
     if (d.task == TaskKind::squad && (d.doc_stride <= 0 || d.doc_stride >= d.max_seq_length))
         data.fail("doc_stride", "must be in (0, max_seq_length)");
     if (d.squad_eval_fraction < 0 || d.squad_eval_fraction >= 1) data.fail("squad_eval_fraction", "must be in [0, 1)");

@@ -116,6 +116,9 @@ void resolve_teacher(DistillationSettings& d, const std::string& base_dir, const
 
 void resolve(RunConfig& c, const std::string& base_dir) {
     c.base_dir = base_dir;
+    const std::string& out = c.training.output_dir;
+    if (out.empty()) fail(c.source, "training.output_dir", "is empty; it names the run's folder");
+    if (fs::exists(out) && !fs::is_directory(out)) fail(c.source, "training.output_dir", "names a file, not a folder: " + out);
     resolve_model(c.model, base_dir);
     resolve_data(c.source, c.data, c.model.init);
     if (c.distillation) resolve_teacher(*c.distillation, base_dir, c.source);
