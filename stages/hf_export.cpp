@@ -42,6 +42,15 @@ nlohmann::json copy_tokenizer_files(const RunConfig& config, const std::string& 
     return {{"tokenizer_class", "BertTokenizer"}, {"do_lower_case", config.data.do_lower_case.value_or(true)}};
 }
 
+// A run's folder holds its own config.json, which its resume and reruns read: the model's
+// written over it would lose the run.
+void check_not_a_run_folder(const std::string& out_dir) {
+    const fs::path config = fs::path(out_dir) / "config.json";
+    if (fs::exists(config) && read_json_file(config.string()).contains("training"))
+        throw std::runtime_error(out_dir + " is a run's folder: its config.json is the run's, which the model's would "
+                                           "replace; give --out a folder of its own");
+}
+
 }  // namespace
 
 nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& checkpoint,
@@ -50,6 +59,7 @@ nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& 
         throw std::invalid_argument(config.source + ": quantization: save-pretrained writes float models only "
                                                     "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
                                                     "for a quantized model");
+    check_not_a_run_folder(out_dir);
     std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .on_run_device = false},
                                            [&](nn::Module& model) { load_model_weights(model, checkpoint); });
     const std::string architecture = architecture_of(config);

@@ -185,5 +185,21 @@ TEST(SavePretrained, AQuantizedConfigIsRefused) {
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "hf"));
 }
 
+// A run's folder (its config.json a run config) is refused: the run's config would be lost.
+TEST(SavePretrained, ARunsFolderIsRefused) {
+    TempDir dir;
+    const RunConfig config = mlm_config(dir);
+    const std::string run = (dir.path() / "run").string(), saved = run + "/config.json";
+    std::filesystem::create_directories(run);
+    write_json_file(saved, run_config_to_json(config));
+    try {
+        save_task_pretrained(config, kWeights, run);
+        ADD_FAILURE() << "wrote over a run's config.json";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(run + " is a run's folder"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read_json_file(saved), run_config_to_json(config));
+}
+
 }  // namespace
 }  // namespace qdq
