@@ -24,7 +24,11 @@
 //   damax = Σ dy·[x >= amax] − Σ dy·[x <= -amax]
 // The last line is PQ's two clip gradients (to clip_value_max: Σ dy·[x >= max]; to
 // clip_value_min: Σ dy·[x <= min]) for one symmetric parameter, min = -amax. PQ's
-// quantizer itself passes no gradient to amax; neither do we.
+// quantizer itself passes no gradient to amax; neither do we. PQ keeps the two bounds as two
+// parameters (learn_min and learn_max), each stepped by its own gradient and quantizing with
+// amax = max(-min, max): they start equal and drift apart, so PQ's range after a step is the
+// wider of two, ours the one symmetric bound. Kept symmetric here, as the exported Q/DQ pair
+// (zero point 0) is.
 //
 // With learn_step_size (LSQ, Esser et al. 2020, "Learned Step Size Quantization"; per tensor or
 // per channel) the forward is the plain one above and the step s = amax/bound is learned. With
