@@ -192,3 +192,40 @@ TEST(Trainer, UnderALimitOfOneTheBestAndTheNewestCheckpointsAreKept) {
     expect_same_weights(straight / "model.h5", stopped / "model.h5");
     EXPECT_EQ(metrics_records(straight), metrics_records(stopped));
 }
+
+// Hugging Face's evaluation_strategy (or eval_strategy) and save_strategy. The tiny run: 12
+// steps, 8 a epoch, logging every 3, eval_steps 5, save_steps 4. "steps" without eval_steps
+// evaluates every logging_steps; "no" evaluates once, at the end, and saves no checkpoint.
+TEST(Trainer, EvaluationAndSaveStrategiesAreHuggingFaces) {
+    TempDir dir;
+    write_task_files(dir);
+    const auto evaluated_and_kept = [&](const std::string& out, const nlohmann::json& keys) {
+        nlohmann::json raw = tiny_config(dir, out);
+        raw["training"]["save_total_limit"] = 5;
+        for (const auto& [key, value] : keys.items()) raw["training"][key] = value;
+        EXPECT_EQ(train_config(raw).status, TrainStatus::finished) << out;
+        std::vector<int64_t> steps;
+        for (const nlohmann::json& r : metrics_records(dir.path() / out))
+            if (r.contains("eval_accuracy")) steps.push_back(r["step"].get<int64_t>());
+        return std::pair{steps, checkpoint_names(dir.path() / out)};
+    };
+    using Steps = std::vector<int64_t>;
+    using Names = std::vector<std::string>;
+    const Names every_4 = {"checkpoint-4.h5", "checkpoint-8.h5", "checkpoint-12.h5"};
+    EXPECT_EQ(evaluated_and_kept("unset", {}), std::pair(Steps{5, 10, 12}, every_4));  // as eval_steps and save_steps say
+    EXPECT_EQ(evaluated_and_kept("steps", {{"evaluation_strategy", "steps"}, {"eval_steps", 0}}), std::pair(Steps{3, 6, 9, 12}, every_4));
+    EXPECT_EQ(evaluated_and_kept("epoch", {{"eval_strategy", "epoch"}, {"save_strategy", "epoch"}}),
+              std::pair(Steps{8, 12}, Names{"checkpoint-8.h5", "checkpoint-12.h5"}));
+    EXPECT_EQ(evaluated_and_kept("no", {{"evaluation_strategy", "no"}, {"save_strategy", "no"}}), std::pair(Steps{12}, Names{}));
+    EXPECT_TRUE(fs::exists(dir.path() / "no" / "model.h5"));
+
+    nlohmann::json raw = tiny_config(dir, "refused");
+    raw["training"]["evaluation_strategy"] = "steps";
+    raw["training"]["eval_strategy"] = "steps";
+    EXPECT_THROW(train_config(raw), std::runtime_error);
+    raw["training"].erase("eval_strategy");
+    raw["training"]["evaluation_strategy"] = "no";
+    raw["training"]["load_best_model_at_end"] = true;
+    EXPECT_THROW(train_config(raw), std::runtime_error);
+    EXPECT_FALSE(fs::exists(dir.path() / "refused"));
+}

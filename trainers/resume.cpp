@@ -23,6 +23,8 @@ RunConfig comparable(RunConfig c) {
     t.logging_steps = defaults.logging_steps;
     t.eval_steps = defaults.eval_steps;
     t.save_steps = defaults.save_steps;
+    t.evaluation_strategy = defaults.evaluation_strategy;
+    t.save_strategy = defaults.save_strategy;
     t.save_total_limit = defaults.save_total_limit;
     t.per_device_eval_batch_size = defaults.per_device_eval_batch_size;
     t.load_best_model_at_end = defaults.load_best_model_at_end;

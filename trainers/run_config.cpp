@@ -140,6 +140,16 @@ constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
     {"linear", ScheduleName::Linear}, {"cosine", ScheduleName::Cosine}, {"constant", ScheduleName::Constant},
     {"constant_with_warmup", ScheduleName::ConstantWithWarmup}};
 
+// An IntervalStrategy by its key, or by `alias` (HF's later name for it), not both.
+void read_strategy(JsonFields& training, const char* key, const char* alias, std::optional<IntervalStrategy>& out) {
+    if (alias && training.has(key) && training.has(alias)) training.fail(alias, std::string("and ") + key + " are one setting: give one");
+    const char* given = alias && training.has(alias) ? alias : key;
+    if (!training.has(given)) return;
+    IntervalStrategy strategy{};
+    training.read_choice(given, strategy, kIntervalStrategyNames);
+    out = strategy;
+}
+
 void check_training_settings(const JsonFields& training, const TrainingSettings& t) {
     check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
     check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
@@ -149,6 +159,12 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
     if (t.save_total_limit && *t.save_total_limit < 0) training.fail("save_total_limit", "must be 0 or more");
     if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
+    if (t.save_strategy == IntervalStrategy::steps && t.save_steps <= 0)
+        training.fail("save_steps", "must be positive under save_strategy \"steps\"");
+    if (t.load_best_model_at_end && t.evaluation_strategy == IntervalStrategy::no)
+        training.fail("load_best_model_at_end", "chooses among evaluations, and evaluation_strategy is \"no\"");
+    if (t.load_best_model_at_end && t.save_strategy == IntervalStrategy::no)
+        training.fail("load_best_model_at_end", "loads the best checkpoint, and save_strategy \"no\" writes none");
     try {
         check_schedule(schedule_options(t, 0));
     } catch (const std::runtime_error& e) {
@@ -202,6 +218,8 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("logging_steps", t.logging_steps);
     training.read("eval_steps", t.eval_steps);
     training.read("save_steps", t.save_steps);
+    read_strategy(training, "evaluation_strategy", "eval_strategy", t.evaluation_strategy);
+    read_strategy(training, "save_strategy", nullptr, t.save_strategy);
     training.read("save_total_limit", t.save_total_limit);
     training.read("load_best_model_at_end", t.load_best_model_at_end);
     training.read("metric_for_best_model", t.metric_for_best_model);
@@ -399,6 +417,8 @@ nlohmann::json training_settings_to_json(const TrainingSettings& t) {
         {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"tf32", t.tf32}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
         {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}};
     if (t.greater_is_better) j["greater_is_better"] = *t.greater_is_better;
+    if (t.evaluation_strategy) j["evaluation_strategy"] = name_of_choice(*t.evaluation_strategy, kIntervalStrategyNames);
+    if (t.save_strategy) j["save_strategy"] = name_of_choice(*t.save_strategy, kIntervalStrategyNames);
     return j;
 }
 

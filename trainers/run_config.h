@@ -18,7 +18,8 @@
 //               gradient_accumulation_steps, num_train_epochs, max_steps, learning_rate,
 //               weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm,
 //               lr_scheduler_type, warmup_steps,
-//               warmup_ratio, logging_steps, eval_steps, save_steps, save_total_limit,
+//               warmup_ratio, logging_steps, eval_steps, save_steps, evaluation_strategy (or
+//               eval_strategy) and save_strategy (trainers/interval_strategy.h), save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h),
 //               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h),
@@ -79,6 +80,7 @@
 #include "optim/schedule.h"
 #include "qdqbert/qdq_placement.h"
 #include "quant/qdq_target.h"
+#include "trainers/interval_strategy.h"
 #include "trainers/task_kind.h"
 
 namespace qdq {
@@ -148,6 +150,9 @@ struct TrainingSettings {
     int64_t logging_steps = 50;
     int64_t eval_steps = 0;    // 0: evaluate at the end of each epoch
     int64_t save_steps = 500;  // 0: save at the end of each epoch
+    // HF's evaluation_strategy (or eval_strategy) and save_strategy; unset, as eval_steps and
+    // save_steps say above (trainers/interval_strategy.h).
+    std::optional<IntervalStrategy> evaluation_strategy, save_strategy;
     // Hugging Face's save_total_limit: the newest checkpoints kept (the best one too with
     // load_best_model_at_end, and the newest always while training, which resumes from it);
     // when set, a finished run keeps that many beside model.h5 (0: none). Unset: 2 while

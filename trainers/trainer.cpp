@@ -313,6 +313,14 @@ void start_quantized(const RunConfig& config, nn::Module& model, int64_t step) {
     set_quant_mode(model, QuantMode::Quantizing);
 }
 
+// Data parallel: every parameter's gradient summed across ranks, in buckets, while backward runs.
+void start_gradient_reducer(Run& r) {
+    std::vector<Tensor> params;
+    for (const ParamGroup& g : r.groups)
+        for (const NamedTensor& p : g.params) params.push_back(p.tensor);
+    r.reducer.emplace(std::move(params), (int64_t)(r.t.ddp_bucket_cap_mb * 1024 * 1024));
+}
+
 }  // namespace
 
 TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& options) {
@@ -333,12 +341,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     r.resolved = saved_run_config(config, task);
     const int64_t total_steps = total_train_steps(t, r.loader.batches_per_epoch());
     const ScheduleOptions schedule = schedule_options(t, total_steps);
-    if (r.world.size > 1) {
-        std::vector<Tensor> params;
-        for (const ParamGroup& g : r.groups)
-            for (const NamedTensor& p : g.params) params.push_back(p.tensor);
-        r.reducer.emplace(std::move(params), (int64_t)(t.ddp_bucket_cap_mb * 1024 * 1024));
-    }
+    if (r.world.size > 1) start_gradient_reducer(r);
 
     if (options.resume)
         if (std::optional<nlohmann::json> metrics = finished_run_metrics(r.out_dir, r.resolved)) {
@@ -362,6 +365,8 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         log.note("data parallel: " + std::to_string(r.world.size) + " ranks, " + std::to_string(r.reducer->bucket_count()) +
                  " gradient buckets, a global batch of " + std::to_string(r.loader_batch()));
 
+    const Interval evaluations = interval_of(t.evaluation_strategy, t.eval_steps, t.logging_steps);
+    const Interval saves = interval_of(t.save_strategy, t.save_steps, 0);
     r.start = now_seconds() - r.state.seconds;
     while (r.state.step < total_steps) {
         if (stop_asked(r)) {
@@ -386,9 +391,9 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         log.progress(r.state.step, step.loss);
         const bool last = r.state.step == total_steps;
         bool best = false;
-        if ((t.eval_steps > 0 ? r.state.step % t.eval_steps == 0 : step.epoch_done) || last) best = evaluate(r, log);
-        const bool due =
-            (t.save_steps > 0 ? r.state.step % t.save_steps == 0 : step.epoch_done) || last || (best && t.load_best_model_at_end);
+        if (interval_due(evaluations, r.state.step, step.epoch_done) || last) best = evaluate(r, log);
+        const bool due = interval_due(saves, r.state.step, step.epoch_done) || (last && saves.strategy != IntervalStrategy::no) ||
+                         (best && t.load_best_model_at_end);
         // A finished run keeps save_total_limit checkpoints beside model.h5: with 0 the last one
         // would be written only to be removed (BERT-large's, with AdamW's moments, is 4 GB).
         if (due && !(last && t.save_total_limit == 0)) save(r);
