@@ -20,6 +20,16 @@ namespace {
 
 bool has_warmup(const ScheduleOptions& o) { return o.warmup_steps != 0 || o.warmup_ratio != 0; }
 
+constexpr double kPolynomialEnd = 1e-7;  // HF's lr_end, and power 1, as get_scheduler leaves them
+
+// HF's polynomial lambda times base_lr, as LambdaLR multiplies it: past the last step the end rate.
+double polynomial_rate(const ScheduleOptions& o, int64_t warmup, int64_t step) {
+    if (step > o.total_steps) return o.base_lr * (kPolynomialEnd / o.base_lr);
+    const double remaining = 1.0 - (double)(step - warmup) / (double)std::max<int64_t>(1, o.total_steps - warmup);
+    const double decay = (o.base_lr - kPolynomialEnd) * remaining + kPolynomialEnd;
+    return o.base_lr * (decay / o.base_lr);
+}
+
 }  // namespace
 
 void check_schedule(const ScheduleOptions& o) {
@@ -33,17 +43,11 @@ void check_schedule(const ScheduleOptions& o) {
     if (o.name == ScheduleName::Constant && has_warmup(o))
         fail("'constant' takes no warmup (use 'constant_with_warmup')");
     if (o.warmup_steps != 0 && o.warmup_ratio != 0) fail("give warmup_steps or warmup_ratio, not both");
+    if (o.name == ScheduleName::Polynomial && o.base_lr < kPolynomialEnd)
+        fail("'polynomial' decays to 1e-7: base_lr must be at least that, got " + std::to_string(o.base_lr));
 }
 
-const char* schedule_name(ScheduleName name) {
-    switch (name) {
-        case ScheduleName::Constant: return "constant";
-        case ScheduleName::ConstantWithWarmup: return "constant_with_warmup";
-        case ScheduleName::Linear: return "linear";
-        case ScheduleName::Cosine: return "cosine";
-    }
-    return "?";
-}
+const char* schedule_name(ScheduleName name) { return name_of_choice(name, kScheduleNames); }
 
 int64_t warmup_steps(const ScheduleOptions& o) {
     if (o.warmup_steps > 0 || o.warmup_ratio == 0) return o.warmup_steps;
@@ -64,8 +68,13 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
     double decay_steps = (double)std::max<int64_t>(1, o.total_steps - warmup);
     if (o.name == ScheduleName::Linear)
         return o.base_lr * std::max(0.0, (double)(o.total_steps - step) / decay_steps);
-    constexpr double num_cycles = 0.5;
+    if (o.name == ScheduleName::Polynomial) return polynomial_rate(o, warmup, step);
     double progress = (double)(step - warmup) / decay_steps;
+    if (o.name == ScheduleName::CosineWithRestarts) {
+        if (progress >= 1.0) return o.base_lr * 0.0;
+        return o.base_lr * std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * std::fmod(1.0 * progress, 1.0))));
+    }
+    constexpr double num_cycles = 0.5;
     return o.base_lr *
            std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * num_cycles * 2.0 * progress)));
 }
@@ -73,9 +82,7 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
 void from_json(const nlohmann::json& j, ScheduleOptions& o) {
     JsonFields f(j, "", "schedule");
     ScheduleOptions parsed;
-    f.read_choice("name", parsed.name,
-                  {{"constant", ScheduleName::Constant}, {"constant_with_warmup", ScheduleName::ConstantWithWarmup},
-                   {"linear", ScheduleName::Linear}, {"cosine", ScheduleName::Cosine}});
+    f.read_choice("name", parsed.name, kScheduleNames);
     f.read("base_lr", parsed.base_lr);
     f.read("warmup_steps", parsed.warmup_steps);
     f.read("warmup_ratio", parsed.warmup_ratio);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -15,7 +16,17 @@ enum class ScheduleName {
     ConstantWithWarmup,  // s/w during warmup, then 1
     Linear,              // s/w during warmup, then (T − s)/(T − w), floored at 0
     Cosine,              // s/w during warmup, then ½(1 + cos(π·progress)) (num_cycles 0.5)
+    CosineWithRestarts,  // HF's cosine_with_restarts at its default num_cycles 1: as cosine, 0 from T on
+    Polynomial,          // s/w during warmup, then ((1 − e)·(1 − progress) + e) with e = 1e-7 / base_lr,
+                         // and e from T on: HF's polynomial at its defaults, lr_end 1e-7 and power 1
 };
+inline constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
+    {"linear", ScheduleName::Linear},
+    {"cosine", ScheduleName::Cosine},
+    {"cosine_with_restarts", ScheduleName::CosineWithRestarts},
+    {"polynomial", ScheduleName::Polynomial},
+    {"constant", ScheduleName::Constant},
+    {"constant_with_warmup", ScheduleName::ConstantWithWarmup}};
 
 // JSON: {"name": "linear", "base_lr": 5e-5, "warmup_steps": 0 | "warmup_ratio": 0.0,
 //        "total_steps": N}; every key optional, defaults as HF TrainingArguments.
@@ -34,7 +45,8 @@ struct ScheduleOptions {
 const char* schedule_name(ScheduleName name);
 
 // Throws naming the first value out of range: a negative rate or step count, a warmup ratio
-// outside [0, 1], both warmup_steps and warmup_ratio, warmup with 'constant'.
+// outside [0, 1], both warmup_steps and warmup_ratio, warmup with 'constant', a polynomial decay
+// from a rate below its end of 1e-7.
 void check_schedule(const ScheduleOptions& options);
 
 // Warmup in steps, the ratio resolved against total_steps.

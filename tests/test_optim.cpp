@@ -303,7 +303,7 @@ TEST(Schedule, MatchesHuggingFace) {
             EXPECT_DOUBLE_EQ(learning_rate(options, (int64_t)s), p.at("lr")[s].get<double>())
                 << "step " << s;
     }
-    EXPECT_EQ(cases, 7);
+    EXPECT_EQ(cases, 10);
     // The trainer's schedule in the AdamW case gives the lr torch used there.
     const json& p = fixture().at("adamw").at("params");
     ScheduleOptions adamw_schedule = p.at("schedule").get<ScheduleOptions>();
@@ -314,7 +314,8 @@ TEST(Schedule, MatchesHuggingFace) {
 TEST(Schedule, JsonErrorsNameTheKeyOrValue) {
     auto parse = [](const char* text) { return json::parse(text).get<ScheduleOptions>(); };
     expect_error([&] { parse(R"({"name": "linear", "warmup": 10})"); }, "'warmup' is not a known setting");
-    expect_error([&] { parse(R"({"name": "polynomial"})"); }, "got 'polynomial'");
+    expect_error([&] { parse(R"({"name": "inverse_sqrt"})"); }, "got 'inverse_sqrt'");
+    expect_error([&] { parse(R"({"name": "polynomial", "base_lr": 1e-8})"); }, "'polynomial' decays to 1e-7");
     expect_error([&] { parse(R"({"warmup_steps": 2.5})"); }, "'warmup_steps' must be an integer");
     expect_error([&] { parse(R"({"base_lr": "3e-5"})"); }, "'base_lr' must be a number");
     expect_error([&] { parse(R"({"warmup_steps": 10, "warmup_ratio": 0.1})"); }, "not both");

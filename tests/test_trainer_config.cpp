@@ -79,7 +79,7 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(error_of(squad).find("'data.doc_stride'"), std::string::npos);
     EXPECT_NE(with("model", "config", {{"hidden_sise", 3}}).find("hidden_sise"), std::string::npos);
     // Settings read at load, before any data or model is built.
-    EXPECT_NE(with("training", "lr_scheduler_type", "polynomial").find("'training.lr_scheduler_type' must be one of linear, cosine"),
+    EXPECT_NE(with("training", "lr_scheduler_type", "inverse_sqrt").find("'training.lr_scheduler_type' must be one of linear, cosine"),
               std::string::npos);
     nlohmann::json both_warmups = c;
     both_warmups["training"]["warmup_steps"] = 10;

@@ -136,10 +136,6 @@ ModelSettings model_settings_from_json(const nlohmann::json& section, const std:
     return m;
 }
 
-constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
-    {"linear", ScheduleName::Linear}, {"cosine", ScheduleName::Cosine}, {"constant", ScheduleName::Constant},
-    {"constant_with_warmup", ScheduleName::ConstantWithWarmup}};
-
 // An IntervalStrategy by its key, or by `alias` (HF's later name for it), not both.
 void read_strategy(JsonFields& training, const char* key, const char* alias, std::optional<IntervalStrategy>& out) {
     if (alias && training.has(key) && training.has(alias)) training.fail(alias, std::string("and ") + key + " are one setting: give one");
