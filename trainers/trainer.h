@@ -19,7 +19,8 @@
 // Output directory: config.json (the resolved config), metrics.jsonl, checkpoint-<step>.h5,
 // with report_to tensorboard TensorBoard's event files (in logging_dir, by default runs/), and
 // at the end model.h5 (the final weights, or the best ones with load_best_model_at_end) and
-// eval_results.json (that model's metrics).
+// eval_results.json (that model's metrics). A log record's learning_rate is the rate its step
+// used; Hugging Face's Trainer logs the scheduler's rate after stepping it, the next step's.
 #pragma once
 
 #include <cstdint>
