@@ -189,7 +189,8 @@ const char* const kPredictUsage =
     "usage: qdqtrain predict CONFIG --checkpoint PATH --input FILE [--set KEY=VALUE]... [--out FILE]\n";
 const char* const kPredictHelp =
     "Predicts for every example of FILE (read as the config's eval files are):\n"
-    "classification writes [{\"id\", \"label\", \"probabilities\"}], SQuAD writes\n"
+    "classification writes [{\"id\", \"label\", \"label_name\", \"probabilities\"}] (label: the\n"
+    "model's class id), SQuAD writes\n"
     "{\"question id\": \"answer\"} as the official evaluate-v1.1.py reads it.\n"
     "\n"
     "  --checkpoint PATH the weights to use (required)\n"

@@ -18,6 +18,8 @@
 //   RTE and WNLI (2-way): entailment 0, not_entailment 1. Names in the CSV copies here.
 //   SST-2 and IMDB: negative 0, positive 1. GLUE's SST-2 TSVs and the IMDB JSONL hold the numbers
 //     0/1; Kaggle's IMDB CSV holds the names.
+// A model whose config.json names these labels in another order gets them in its own
+// (trainers/classification_labels.h); the reader's indices are always the orders above.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,16 @@
 // Sequence classification (IMDB, MNLI/SNLI, SICK, RTE, SST-2): BertForSequenceClassification
 // over "[CLS] a [SEP] (b [SEP])", cross-entropy loss, accuracy. The number of labels comes from
 // the data set preset, as run_glue.py takes it from the data set, whatever config.json says.
+// Their order is the model's when its config names the data set's labels in another order
+// (trainers/classification_labels.h): every example's label, in training, evaluation and the
+// validation split alike, is the model's class id, so that evaluate(), score() of ONNX Runtime's
+// outputs and predict() all compare and report the model's ids; the line saying so is printed
+// when the task is made. The task's model config (model_config(): what model.h5, checkpoints and
+// save-pretrained keep) names the labels by those ids, with the data set's names.
 // With a distillation section the training loss adds the teacher's (trainers/distillation.h).
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -13,6 +20,7 @@
 #include "data/metrics.h"
 #include "nn/heads.h"
 #include "trainers/checkpoint.h"
+#include "trainers/classification_labels.h"
 #include "trainers/distillation.h"
 #include "trainers/task.h"
 
@@ -20,21 +28,9 @@ namespace qdq {
 
 namespace {
 
-ClassificationOptions preset_options(ClassificationDataset dataset) {
-    switch (dataset) {
-    case ClassificationDataset::nli: return nli_options();
-    case ClassificationDataset::headerless_nli: return headerless_nli_options();
-    case ClassificationDataset::sick: return sick_options();
-    case ClassificationDataset::rte: return rte_options();
-    case ClassificationDataset::sst2: return sst2_options();
-    case ClassificationDataset::imdb: return imdb_jsonl_options();
-    }
-    throw std::logic_error("preset_options: unknown dataset");
-}
-
 ClassificationData read_examples(ClassificationDataset dataset, const std::string& path, bool labelled) {
     if (dataset == ClassificationDataset::imdb) return read_imdb(path, labelled);
-    ClassificationOptions options = preset_options(dataset);
+    ClassificationOptions options = dataset_preset(dataset);
     options.labelled = labelled;
     return read_classification(path, options);
 }
@@ -45,12 +41,16 @@ struct Examples {
     std::vector<int32_t> labels, lengths;
 };
 
+// The examples of `files`, their labels the model's class ids (`order`).
 Examples read_files(const RunConfig& config, const std::vector<std::string>& files, int64_t limit,
-                    const Tokenizer& tokenizer, bool labelled) {
+                    const Tokenizer& tokenizer, bool labelled, const LabelOrder& order) {
     std::vector<TextExample> all;
     for (const std::string& file : files) {
         ClassificationData data = read_examples(config.data.dataset, file, labelled);
-        for (TextExample& e : data.examples) all.push_back(std::move(e));
+        for (TextExample& e : data.examples) {
+            if (e.label >= 0 && !order.model_ids.empty()) e.label = order.model_ids[(size_t)e.label];
+            all.push_back(std::move(e));
+        }
     }
     Examples out;
     for (size_t i : example_subset(all.size(), limit)) out.examples.push_back(std::move(all[i]));
@@ -78,20 +78,31 @@ nn::BertInputs inputs_of(const Batch& batch) {
     return {batch.input_ids, batch.token_type_ids, batch.attention_mask};
 }
 
+// Whose config the model's label names come from, for the message about them.
+std::string model_config_source(const RunConfig& config) {
+    return config.model.config ? config.source + " (model.config)" : config.model.init;
+}
+
 class ClassificationTask : public Task {
 public:
     ClassificationTask(const RunConfig& config, const TaskData& data)
+        : ClassificationTask(config, data, task_model_config(config)) {}
+
+    ClassificationTask(const RunConfig& config, const TaskData& data, const nn::BertConfig& given)
         : config_(config),
-          model_config_(with_labels(task_model_config(config), config.data.dataset)),
+          labels_(label_order(given.label_names, dataset_preset(config.data.dataset).label_names,
+                              model_config_source(config))),
+          model_config_(with_labels(given, labels_)),
           init_rng_(config.training.seed),
           model_(model_config_, init_rng_),
           tokenizer_(task_tokenizer(config)) {
+        std::cerr << labels_.message;  // one write: under mpirun a line in pieces may be split
         init_task_model(model_, model_.bert, config, data);
         const DataSettings& d = config.data;
         const bool split = d.validation_fraction > 0;
         if (data.train || (data.eval && split)) {
             if (d.train_files.empty()) throw std::runtime_error(config.source + ": data.train_files is empty");
-            Examples all = read_files(config, d.train_files, d.max_train_examples, tokenizer_, true);
+            Examples all = read_files(config, d.train_files, d.max_train_examples, tokenizer_, true, labels_);
             if (split) {
                 const SplitIndices parts = validation_split(all.examples.size(), d.validation_fraction, d.validation_seed);
                 const ValidationHalves halves = validation_halves(parts.validation, d.validation_seed);
@@ -108,7 +119,7 @@ public:
         }
         if (data.eval) {
             if (d.eval_files.empty()) throw std::runtime_error(config.source + ": data.eval_files is empty");
-            evals_.active = read_files(config, d.eval_files, d.max_eval_examples, tokenizer_, true);
+            evals_.active = read_files(config, d.eval_files, d.max_eval_examples, tokenizer_, true, labels_);
             evals_.has_validation = split;
             if (split) evals_.select(EvalSplit::Validation);
         }
@@ -161,7 +172,7 @@ public:
     void select_eval_set(EvalSplit set) override { evals_.select(set); }
 
     nlohmann::json predict(const std::string& path, int64_t batch_size) override {
-        Examples data = read_files(config_, {path}, -1, tokenizer_, false);
+        Examples data = read_files(config_, {path}, -1, tokenizer_, false, labels_);
         const std::vector<std::vector<int64_t>> batches = eval_batches(data.lengths, batch_size);
         const std::vector<NamedOutputs> outputs = eval_outputs(input_batches(data, batch_size));
         nlohmann::json out = nlohmann::json::array();
@@ -173,8 +184,12 @@ public:
                 predicted[(size_t)batches[b][r]] = argmax_row(logits, r);
                 probabilities[(size_t)batches[b][r]] = softmax_row(logits, r);
             }
+        // "label" is the model's class id, the index into "probabilities"; "label_name" says which it is.
         for (size_t i = 0; i < predicted.size(); ++i)
-            out.push_back({{"id", data.examples[i].id}, {"label", predicted[i]}, {"probabilities", probabilities[i]}});
+            out.push_back({{"id", data.examples[i].id},
+                           {"label", predicted[i]},
+                           {"label_name", labels_.names[(size_t)predicted[i]]},
+                           {"probabilities", probabilities[i]}});
         return out;
     }
 
@@ -185,8 +200,9 @@ public:
     }
 
 private:
-    static nn::BertConfig with_labels(nn::BertConfig c, ClassificationDataset dataset) {
-        c.num_labels = (int)preset_options(dataset).label_names.size();
+    static nn::BertConfig with_labels(nn::BertConfig c, const LabelOrder& labels) {
+        c.num_labels = (int)labels.names.size();
+        c.label_names = labels.names;
         return c;
     }
 
@@ -221,6 +237,7 @@ private:
     }
 
     RunConfig config_;
+    LabelOrder labels_;
     nn::BertConfig model_config_;
     Rng init_rng_;
     nn::BertForSequenceClassification model_;

@@ -6,6 +6,7 @@
 
 #include "autograd/ops.h"
 #include "trainers/checkpoint.h"
+#include "trainers/classification_labels.h"
 #include "trainers/run_device.h"
 #include "trainers/task.h"
 
@@ -31,10 +32,15 @@ nn::BertConfig teacher_model_config(const RunConfig& config, const nn::BertConfi
         throw std::runtime_error(config.source + ": 'distillation.teacher' is not set: only the pipeline has a " +
                                  "default teacher (its FP32 model); a training run must name one");
     nn::BertConfig c = model_file_config(path);
-    c.num_labels = student.num_labels;
     const auto refuse = [&](const std::string& what) {
         throw std::runtime_error(config.source + ": 'distillation.teacher' " + path + ": " + what);
     };
+    // Its logits are compared with the student's class by class.
+    if (!c.label_names.empty() && !label_order(c.label_names, student.label_names, path).model_ids.empty())
+        refuse("orders the labels otherwise than the model (the teacher's by id " +
+               nlohmann::json(c.label_names).dump() + ", the model's " + nlohmann::json(student.label_names).dump() + ")");
+    c.num_labels = student.num_labels;
+    c.label_names = student.label_names;
     if (c.vocab_size != student.vocab_size || c.type_vocab_size != student.type_vocab_size)
         refuse("reads other token ids than the model (vocab_size " + std::to_string(c.vocab_size) + " and " +
                std::to_string(student.vocab_size) + ", type_vocab_size " + std::to_string(c.type_vocab_size) +

@@ -32,9 +32,11 @@ Tensor distillation_loss(const DistillationSettings& distillation, const Tensor&
                          const std::vector<Tensor>& student_logits, const std::vector<Tensor>& teacher_logits);
 
 // The teacher's model config, its file's own (trainers/task.h model_file_config), with the
-// student's num_labels (classification takes them from the data set). It may be larger than the
-// student, but must read the same token ids (vocab_size, type_vocab_size) and hold
-// data.max_seq_length positions; errors name distillation.teacher.
+// student's num_labels and label names (classification takes them from the data set). It may be
+// larger than the student, but must read the same token ids (vocab_size, type_vocab_size), hold
+// data.max_seq_length positions and, when its config names the student's labels, name them in
+// the student's order (trainers/classification_labels.h): its logits are compared with the
+// student's class by class. Errors name distillation.teacher.
 nn::BertConfig teacher_model_config(const RunConfig& config, const nn::BertConfig& student);
 
 // Reads every weight of `teacher` from distillation.teacher and puts it in eval mode. A weight

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "json/json_file.h"
+#include "trainers/classification_labels.h"
 
 namespace qdq {
 
@@ -15,7 +16,10 @@ namespace {
 // The run a config describes, without what may change between a run and its resumption: where
 // and how often it reports, the device, and where the data files sit (compared by file name, so
 // a run moves between machines); model.init, which the checkpoint's weights replace; and the
-// pipeline's settings, what happens after this run.
+// pipeline's settings, what happens after this run. And the model's label names where they
+// change nothing: a classification model that names the data set's labels in the data set's
+// order is trained as one that names none, as every model was before the names were kept
+// (trainers/classification_labels.h), and other tasks have no labels.
 RunConfig comparable(RunConfig c) {
     const TrainingSettings defaults;
     TrainingSettings& t = c.training;
@@ -43,6 +47,9 @@ RunConfig comparable(RunConfig c) {
     d.vocab = fs::path(d.vocab).filename().string();
     c.model.init.clear();
     c.pipeline = PipelineSettings{};
+    if (c.model.config && (c.data.task != TaskKind::classification ||
+                           c.model.config->label_names == dataset_preset(c.data.dataset).label_names))
+        c.model.config->label_names.clear();
     return c;
 }
 

@@ -59,7 +59,8 @@ public:
     virtual nn::Module& model() = 0;
     // The encoder inside model(), where quantizers sit (qdqbert/qdq_placement.h).
     virtual nn::BertModel& encoder() = 0;
-    // The model's config as the task built it (classification sets num_labels from the data).
+    // The model's config as the task built it (classification sets num_labels and label_names
+    // from the data, in the order the model's own config gives them: classification_labels.h).
     virtual const nn::BertConfig& model_config() const = 0;
     // The stream the model's dropout draws from; the trainer saves and restores it.
     virtual Rng& dropout_rng() = 0;
@@ -99,7 +100,8 @@ public:
     virtual void select_eval_set(EvalSplit set) = 0;
 
     // Predictions for the examples of `path` (read as the task reads its eval files), as JSON:
-    // classification [{"id", "label", "probabilities"}...], SQuAD {"<question id>": "answer"}
+    // classification [{"id", "label", "label_name", "probabilities"}...] ("label" the model's
+    // class id, the index into "probabilities"), SQuAD {"<question id>": "answer"}
     // (the official evaluation script's input). Throws for a task without predictions (MLM).
     virtual nlohmann::json predict(const std::string& path, int64_t batch_size) = 0;
 };
