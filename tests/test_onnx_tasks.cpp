@@ -221,7 +221,7 @@ ClassificationEval imdb_eval(const RunConfig& config) {
     std::vector<TextExample> examples;
     for (size_t i : example_subset(data.examples.size(), config.data.max_eval_examples))
         examples.push_back(data.examples[i]);
-    const Tokenizer tokenizer = task_tokenizer(config);
+    const Tokenizer tokenizer = task_tokenizer(config, nn::BertConfig{});  // bert-base's 30,522 embeddings
     ClassificationEval e;
     e.rows.encodings = classification_encodings(tokenizer, examples, config.data.max_seq_length);
     e.rows.pad_id = tokenizer.special.pad_id;
@@ -281,7 +281,7 @@ SquadEval squad_eval(const RunConfig& config) {
     options.max_seq_length = config.data.max_seq_length;
     options.doc_stride = config.data.doc_stride;
     options.pad_to_max_length = false;
-    const Tokenizer tokenizer = task_tokenizer(config);
+    const Tokenizer tokenizer = task_tokenizer(config, nn::BertConfig{});  // bert-base's 30,522 embeddings
     e.windows = squad_windows(tokenizer, e.examples, options);
     e.rows.pad_id = tokenizer.special.pad_id;
     for (const SquadWindow& w : e.windows) {

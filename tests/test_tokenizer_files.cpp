@@ -92,14 +92,17 @@ TEST(RunConfigTokenizer, UnsetVocabComesFromModelInitsDirectory) {
     const fs::path roberta = write_bpe_dir(dir, "roberta");
     const RunConfig c = parse_run_config(config_with(dir, roberta.string(), nlohmann::json::object()), "run.json", ".");
     EXPECT_EQ(c.data.vocab, roberta.string());
-    EXPECT_EQ(task_tokenizer(c).kind, TokenizerKind::ByteLevelBpe);
+    EXPECT_EQ(task_tokenizer(c, nn::BertConfig{}).kind, TokenizerKind::ByteLevelBpe);
     // Saved and read again, the run keeps its tokenizer.
     const RunConfig again = parse_run_config(run_config_to_json(c), "config.json", ".");
     EXPECT_EQ(again.data.vocab, roberta.string());
     // A set data.vocab wins; a model.init that is a file leaves the default.
     const nlohmann::json named_vocab = {{"vocab", "vocab/bert-base-uncased-vocab.txt"}};
     const RunConfig named = parse_run_config(config_with(dir, roberta.string(), named_vocab), "run.json", ".");
-    EXPECT_EQ(task_tokenizer(named).kind, TokenizerKind::WordPiece);
+    EXPECT_EQ(task_tokenizer(named, nn::BertConfig{}).kind, TokenizerKind::WordPiece);
+    // A tokenizer with more tokens than the model has embeddings is not the model's.
+    expect_error([&] { task_tokenizer(named, nn::BertConfig{.vocab_size = 4}); },
+                 {"run.json: data.vocab", "tokens, over the model's vocab_size 4"});
     const std::string weights = dir.write("weights.h5", "");
     const RunConfig from_file = parse_run_config(config_with(dir, weights, nlohmann::json::object()), "run.json", ".");
     EXPECT_EQ(from_file.data.vocab, (dir.path() / "data" / "vocab" / "bert-base-uncased-vocab.txt").string());
@@ -118,7 +121,7 @@ TEST(RunConfigTokenizer, UnsetVocabComesFromModelInitsCheckpoint) {
     const RunConfig qat = parse_run_config(config_with(dir, checkpoint, nlohmann::json::object()), "qat.json", ".");
     EXPECT_EQ(qat.data.vocab, roberta.string());
     EXPECT_EQ(qat.data.do_lower_case, false);
-    EXPECT_EQ(task_tokenizer(qat).kind, TokenizerKind::ByteLevelBpe);
+    EXPECT_EQ(task_tokenizer(qat, nn::BertConfig{}).kind, TokenizerKind::ByteLevelBpe);
     // Its tokenizer gone (the checkpoint moved to another machine): an error that says whose it was.
     fs::remove_all(roberta);
     expect_error([&] { parse_run_config(config_with(dir, checkpoint, nlohmann::json::object()), "qat.json", "."); },

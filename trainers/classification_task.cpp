@@ -95,7 +95,7 @@ public:
           model_config_(with_labels(given, labels_)),
           init_rng_(config.training.seed),
           model_(model_config_, init_rng_),
-          tokenizer_(task_tokenizer(config)) {
+          tokenizer_(task_tokenizer(config, model_config_)) {
         std::cerr << labels_.message;  // one write: under mpirun a line in pieces may be split
         init_task_model(model_, model_.bert, config, data);
         const DataSettings& d = config.data;

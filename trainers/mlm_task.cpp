@@ -34,14 +34,9 @@ public:
           model_config_(task_model_config(config)),
           init_rng_(config.training.seed),
           model_(model_config_, init_rng_),
-          tokenizer_(task_tokenizer(config)),
+          tokenizer_(task_tokenizer(config, model_config_)),
           masking_(mlm_masking(tokenizer_, config.data.mlm_probability)) {
         init_task_model(model_, model_.bert, config, data);
-        // Random replacements and the vocab's ids index the word embeddings.
-        if (masking_.vocab_size > model_config_.vocab_size)
-            throw std::runtime_error(config.source + ": data.vocab " + config.data.vocab + " has " +
-                                     std::to_string(masking_.vocab_size) + " tokens, over the model's vocab_size " +
-                                     std::to_string(model_config_.vocab_size));
         const DataSettings& d = config.data;
         if (data.train) train_ = read_sequences("train_files", d.train_files, d.max_train_examples);
         if (data.eval && d.eval_sets.empty())

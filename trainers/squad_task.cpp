@@ -111,7 +111,7 @@ public:
           model_config_(task_model_config(config)),
           init_rng_(config.training.seed),
           model_(model_config_, init_rng_),
-          tokenizer_(task_tokenizer(config)) {
+          tokenizer_(task_tokenizer(config, model_config_)) {
         init_task_model(model_, model_.bert, config, data);
         if (data.train && config.distillation) teacher_ = make_teacher<nn::BertForQuestionAnswering>(config, model_config_);
         const DataSettings& d = config.data;

@@ -55,8 +55,13 @@ RunConfig saved_run_config(const RunConfig& config, const Task& task) {
     return saved;
 }
 
-Tokenizer task_tokenizer(const RunConfig& config) {
-    return load_tokenizer(config.data.vocab, config.data.do_lower_case.value_or(true));
+Tokenizer task_tokenizer(const RunConfig& config, const nn::BertConfig& model) {
+    Tokenizer tokenizer = load_tokenizer(config.data.vocab, config.data.do_lower_case.value_or(true));
+    if (vocab_size(tokenizer) > model.vocab_size)
+        throw std::runtime_error(config.source + ": data.vocab " + config.data.vocab + " has " +
+                                 std::to_string(vocab_size(tokenizer)) + " tokens, over the model's vocab_size " +
+                                 std::to_string(model.vocab_size));
+    return tokenizer;
 }
 
 void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data) {

@@ -138,8 +138,9 @@ RunConfig saved_run_config(const RunConfig& config, const Task& task);
 
 // The pieces every task shares.
 // The run's tokenizer: data.vocab's files (WordPiece or byte-level BPE, data/tokenizer.h), with
-// data.do_lower_case for WordPiece.
-Tokenizer task_tokenizer(const RunConfig& config);
+// data.do_lower_case for WordPiece. Refused when it has more tokens than `model` has embeddings:
+// its later ids would fail the first batch that holds one, after a --no-resume had cleared the run.
+Tokenizer task_tokenizer(const RunConfig& config, const nn::BertConfig& model);
 // The quantizers the config asks for, then model.init's weights when `data` asks (see make_task).
 void init_task_model(nn::Module& model, nn::BertModel& bert, const RunConfig& config, const TaskData& data);
 // Evaluation batches: indices 0..N-1 cut into batch_size runs after sorting by length (longest
