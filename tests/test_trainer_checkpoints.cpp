@@ -162,6 +162,12 @@ TEST(Trainer, AFinishedRunKeepsSaveTotalLimitCheckpoints) {
         EXPECT_EQ(checkpoint_names(dir.path() / out), kept) << "save_total_limit " << limit;
         EXPECT_TRUE(fs::exists(dir.path() / out / "model.h5"));
     }
+    // 0 keeps none, the best that load_best_model_at_end loaded included: model.h5 holds it.
+    nlohmann::json best = tiny_config(dir, "best_limit_0");
+    best["training"]["save_total_limit"] = 0;
+    best["training"]["load_best_model_at_end"] = true;
+    ASSERT_EQ(train_config(best).status, TrainStatus::finished);
+    EXPECT_EQ(checkpoint_names(dir.path() / "best_limit_0"), std::vector<std::string>{});
     nlohmann::json raw = tiny_config(dir, "negative");
     raw["training"]["save_total_limit"] = -1;
     EXPECT_THROW(train_config(raw), std::runtime_error);

@@ -282,8 +282,10 @@ TrainOutcome finish(Run& r, RunLog& log) {
         nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
         write_json_file(r.out_dir + "/eval_results.json", metrics_to_json(r.last_metrics));
         // model.h5 now holds the run's result: a set limit applies to what a finished run keeps,
-        // the best first when it was loaded, as Hugging Face's Trainer ends under a limit of 1.
-        if (r.t.save_total_limit) prune_checkpoints(r.out_dir, (int)*r.t.save_total_limit, {best_to_keep(r)});
+        // the best first when it was loaded, as Hugging Face's Trainer ends under a limit of 1;
+        // 0 keeps none.
+        if (const std::optional<int64_t> limit = r.t.save_total_limit)
+            prune_checkpoints(r.out_dir, (int)*limit, *limit > 0 ? std::vector{best_to_keep(r)} : std::vector<std::string>{});
     }
     barrier();  // every rank may read what rank 0 wrote once train() returns
     return {TrainStatus::finished, r.state.step, r.last_metrics, ""};
