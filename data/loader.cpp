@@ -53,8 +53,8 @@ void check_options(int64_t count, const std::vector<int32_t>& lengths, const Loa
 
 int64_t mega_batch_size(int64_t count, const LoaderOptions& options) {
     const int64_t step_batch = options.batch_size * options.batches_per_step;
-    const int64_t factor =
-        options.mega_batch_factor > 0 ? options.mega_batch_factor : std::max<int64_t>(1, std::min<int64_t>(count / (4 * step_batch), 50));
+    const int64_t hugging_face_factor = std::max<int64_t>(1, std::min<int64_t>(count / (4 * step_batch), 50));
+    const int64_t factor = options.mega_batch_factor > 0 ? options.mega_batch_factor : hugging_face_factor;
     return factor * step_batch;
 }
 

@@ -138,7 +138,8 @@ ModelSettings model_settings_from_json(const nlohmann::json& section, const std:
 
 // An IntervalStrategy by its key, or by `alias` (HF's later name for it), not both.
 void read_strategy(JsonFields& training, const char* key, const char* alias, std::optional<IntervalStrategy>& out) {
-    if (alias && training.has(key) && training.has(alias)) training.fail(alias, std::string("and ") + key + " are one setting: give one");
+    if (alias && training.has(key) && training.has(alias))
+        training.fail(alias, std::string("and ") + key + " are one setting: give one");
     const char* given = alias && training.has(alias) ? alias : key;
     if (!training.has(given)) return;
     IntervalStrategy strategy{};
