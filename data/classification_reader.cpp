@@ -147,7 +147,7 @@ ClassificationData read_json_lines(const std::string& path, const Classification
         try {
             row = json::parse(line);
         } catch (const json::parse_error& e) {
-            throw std::runtime_error(where + ": not valid JSON: " + json_error_text(e));
+            throw std::runtime_error(where + ": not valid JSON: " + json_line_error_text(e));
         }
         if (!row.is_object()) throw std::runtime_error(where + ": not a JSON object");
         ++stats.records;

@@ -24,7 +24,7 @@ void read_json_lines(const std::string& path, const std::function<bool(std::stri
         try {
             row = nlohmann::json::parse(line);
         } catch (const nlohmann::json::parse_error& e) {
-            throw std::runtime_error(lines.where() + ": not valid JSON: " + json_error_text(e));
+            throw std::runtime_error(lines.where() + ": not valid JSON: " + json_line_error_text(e));
         }
         if (!row.is_object()) throw std::runtime_error(lines.where() + ": not a JSON object");
         const auto text = row.find("text");

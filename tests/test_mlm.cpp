@@ -190,7 +190,7 @@ TEST(TextCorpus, BadInputNamesFileAndLine) {
         const std::string path = dir.write(name, bytes);
         expect_error([&] { documents_of(path); }, {path + line, message});
     };
-    check("json.jsonl", "{\"text\": \"a\"}\n{\"text\": \n", ":2", "not valid JSON");
+    check("json.jsonl", "{\"text\": \"a\"}\n{\"text\": \n", ":2", "not valid JSON: parse error at column 10: syntax error");
     check("array.jsonl", "[1]\n", ":1", "not a JSON object");
     check("missing.jsonl", "{\"text\": \"a\"}\n\n{\"id\": 1}\n", ":3", "no key 'text'");
     check("number.jsonl", "{\"text\": 5}\n", ":1", "'text' is not a string");
