@@ -120,12 +120,7 @@ int run_predict(const RunConfig& config, std::map<std::string, std::string>& opt
 int run_export(const RunConfig& config, std::map<std::string, std::string>& options) {
     const QdqTarget target = option_choice(options, "--target", QdqTarget::TensorRT, kQdqTargetNames);
     const int64_t examples = option_count(options, "--check-examples", 16);
-    try {
-        check_onnx_exportable(config);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "qdqtrain export: %s\n", e.what());
-        return 2;
-    }
+    check_onnx_exportable(config);
     nlohmann::json summary = export_task_onnx(config, options["--checkpoint"], options["--out"], target);
     if (options.count("--check"))
         summary["fidelity"] = check_exported_onnx(config, options["--checkpoint"], options["--out"], examples);

@@ -187,6 +187,9 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "qdqtrain %s: %s\n%s", name.c_str(), e.what(), found->second.usage);
             return 2;
         }
+    } catch (const qdq::ConfigError& e) {
+        std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
+        return qdq::abort_world(2);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "qdqtrain %s: %s\n", name.c_str(), e.what());
         return qdq::abort_world(1);

@@ -249,14 +249,14 @@ std::vector<CalibrationMethod> methods_to_calibrate(const QuantizationConfig& co
 }
 
 CalibrationResult calibrate(const RunConfig& config, Task& task, const CalibrateOptions& options) {
-    if (!config.quantization) throw std::runtime_error(config.source + ": calibrate needs a \"quantization\" section");
+    if (!config.quantization) throw ConfigError(config.source + ": calibrate needs a \"quantization\" section");
     const QuantizationConfig& qc = *config.quantization;
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
     nn::Module& model = task.model();
     const Quantizers quantizers = model.named_quantizers();
-    if (quantizers.empty()) throw std::runtime_error(config.source + ": the quantization section attaches no quantizer");
+    if (quantizers.empty()) throw ConfigError(config.source + ": the quantization section attaches no quantizer");
     const std::string checkpoint = config.model.init;
-    if (checkpoint.empty()) throw std::runtime_error(config.source + ": calibrate needs the float weights as model.init");
+    if (checkpoint.empty()) throw ConfigError(config.source + ": calibrate needs the float weights as model.init");
     const std::string out_dir = options.out_dir.empty() ? config.training.output_dir : options.out_dir;
     fs::create_directories(out_dir + "/plots");
     const TrainingSettings& t = config.training;

@@ -22,13 +22,13 @@ OnnxHead onnx_head(const RunConfig& config) {
     case TaskKind::squad: return OnnxHead::QuestionAnswering;
     case TaskKind::mlm: break;
     }
-    throw std::invalid_argument(config.source + ": data.task '" + name_of_choice(config.data.task, kTaskKindNames) +
+    throw ConfigError(config.source + ": data.task '" + name_of_choice(config.data.task, kTaskKindNames) +
                                 "' has no ONNX export (classification and squad have)");
 }
 
 void check_descriptor(const QuantDescriptor& desc, const std::string& key) {
     auto reject = [&](const std::string& what) {
-        throw std::invalid_argument(key + "." + what +
+        throw ConfigError(key + "." + what +
                                     ": ONNX export writes only 8-bit signed quantizers with narrow_range false "
                                     "(QuantizeLinear's int8 range [-128, 127])");
     };
@@ -70,7 +70,7 @@ void check_onnx_exportable(const RunConfig& config) {
     check_descriptor(q.weight, config.source + ": quantization.weight");
     // export_onnx refuses ranges over axis 1 ([1, in]) by their shape; here the key is named.
     if (q.weight.axis && *q.weight.axis != 0 && *q.weight.axis != -2)
-        throw std::invalid_argument(config.source + ": quantization.weight.axis is " + std::to_string(*q.weight.axis) +
+        throw ConfigError(config.source + ": quantization.weight.axis is " + std::to_string(*q.weight.axis) +
                                     ": ONNX export writes weight ranges per tensor or per output row (axis 0) only");
 }
 

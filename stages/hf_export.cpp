@@ -56,7 +56,7 @@ void check_not_a_run_folder(const std::string& out_dir) {
 nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& checkpoint,
                                     const std::string& out_dir) {
     if (config.quantization)
-        throw std::invalid_argument(config.source + ": quantization: save-pretrained writes float models only "
+        throw ConfigError(config.source + ": quantization: save-pretrained writes float models only "
                                                     "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
                                                     "for a quantized model");
     check_not_a_run_folder(out_dir);

@@ -245,8 +245,8 @@ RunConfig qat_stage_config(const RunConfig& config, const std::string& calibrati
 
 PipelineOutcome run_pipeline(const RunConfig& config) {
     if (!config.quantization)
-        throw std::runtime_error(config.source + ": the pipeline needs a \"quantization\" section");
-    if (config.data.task == TaskKind::mlm) throw std::runtime_error(config.source + ": the pipeline fine-tunes a task, not mlm");
+        throw ConfigError(config.source + ": the pipeline needs a \"quantization\" section");
+    if (config.data.task == TaskKind::mlm) throw ConfigError(config.source + ": the pipeline fine-tunes a task, not mlm");
     if (config.pipeline.onnx) check_onnx_exportable(config);  // before hours of training, not after
     PipelineResults results{.config = config};
 
@@ -274,7 +274,7 @@ PipelineOutcome run_pipeline(const RunConfig& config) {
         config.pipeline.calibration ? calibration_method_name(*config.pipeline.calibration) : results.calibration.best;
     const CalibratedMethod* method = find_method(results.calibration, results.qat_from);
     if (!method)
-        throw std::runtime_error(config.source + ": pipeline.calibration: no calibration method '" + results.qat_from + "'");
+        throw ConfigError(config.source + ": pipeline.calibration: no calibration method '" + results.qat_from + "'");
 
     if (config.pipeline.accuracy_budget)
         results.budget = budget_stage(calib, results.calibration, results.qat_from, *config.pipeline.accuracy_budget);

@@ -179,7 +179,7 @@ TEST(SavePretrained, AQuantizedConfigIsRefused) {
     try {
         save_task_pretrained(config, kWeights, (dir.path() / "hf").string());
         ADD_FAILURE() << "a quantized config was written";
-    } catch (const std::invalid_argument& e) {
+    } catch (const ConfigError& e) {
         EXPECT_NE(std::string(e.what()).find("run.json: quantization"), std::string::npos) << e.what();
     }
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "hf"));

@@ -270,7 +270,7 @@ TEST(Pipeline, RunsEveryStageAndARerunRedoesNothing) {
     nlohmann::json four_bit = raw;
     four_bit["quantization"]["input"] = {{"num_bits", 4}, {"calib_method", "histogram"}};
     four_bit["training"]["output_dir"] = (dir.path() / "four_bit").string();
-    EXPECT_THROW(run_pipeline(parse_run_config(four_bit, "pipe.json", ".")), std::invalid_argument);
+    EXPECT_THROW(run_pipeline(parse_run_config(four_bit, "pipe.json", ".")), ConfigError);
     EXPECT_FALSE(fs::exists(dir.path() / "four_bit" / "fp32"));
 
     expect_rerun_redoes_nothing(config, first.results, out);

@@ -372,3 +372,34 @@ TEST(Cli, ExitCodesAndErrorsNameTheKey) {
     }
     EXPECT_NEAR(correct / 32.0, saved["accuracy"].get<double>(), 1e-12);
 }
+
+// A setting found unusable after the config loaded (by the model's config, the task or a stage)
+// exits 2 like one the loader refuses, naming the key, and before anything is written.
+TEST(Cli, ConfigFaultsFoundAfterLoadingExit2) {
+    qdq::testing::TempDir dir;
+    write_task_files(dir);
+    const auto refused = [&](const std::string& command, const nlohmann::json& raw, const std::string& key) {
+        const std::string config = write_config(dir, "bad.json", raw);
+        Process p = run_qdqtrain(command + " " + config);
+        EXPECT_EQ(p.status, 2) << command << ": " << p.output;
+        EXPECT_NE(p.output.find(key), std::string::npos) << command << ": " << p.output;
+        EXPECT_FALSE(fs::exists(dir.path() / "run")) << command;
+    };
+    nlohmann::json raw = tiny_config(dir, "run");
+    raw["data"]["max_seq_length"] = 64;  // the model holds 32 positions
+    refused("train", raw, "data.max_seq_length");
+
+    raw = tiny_config(dir, "run");
+    raw["distillation"] = {{"alpha", 0.5}};  // a plain run must name its teacher
+    refused("train", raw, "distillation.teacher");
+
+    raw = tiny_config(dir, "run");
+    refused("calibrate", raw, "\"quantization\"");
+    raw["data"]["eval_files"] = nlohmann::json::array();
+    refused("pipeline", qdq::testing::with_quantization(raw), "data.eval_files");
+
+    raw = qdq::testing::with_quantization(tiny_config(dir, "run"));
+    refused("save-pretrained --checkpoint x.h5 --out " + (dir.path() / "hf").string(), raw, "quantization");
+    raw["quantization"]["weight"] = {{"num_bits", 4}};
+    refused("export --checkpoint x.h5 --out " + (dir.path() / "m.onnx").string(), raw, "quantization.weight.num_bits");
+}

@@ -101,7 +101,7 @@ public:
         const DataSettings& d = config.data;
         const bool split = d.validation_fraction > 0;
         if (data.train || (data.eval && split)) {
-            if (d.train_files.empty()) throw std::runtime_error(config.source + ": data.train_files is empty");
+            if (d.train_files.empty()) throw ConfigError(config.source + ": data.train_files is empty");
             Examples all = read_files(config, d.train_files, d.max_train_examples, tokenizer_, true, labels_);
             if (split) {
                 const SplitIndices parts = validation_split(all.examples.size(), d.validation_fraction, d.validation_seed);
@@ -118,7 +118,7 @@ public:
                 teacher_ = make_teacher<nn::BertForSequenceClassification>(config, model_config_);
         }
         if (data.eval) {
-            if (d.eval_files.empty()) throw std::runtime_error(config.source + ": data.eval_files is empty");
+            if (d.eval_files.empty()) throw ConfigError(config.source + ": data.eval_files is empty");
             evals_.active = read_files(config, d.eval_files, d.max_eval_examples, tokenizer_, true, labels_);
             evals_.has_validation = split;
             if (split) evals_.select(EvalSplit::Validation);

@@ -29,11 +29,11 @@ Tensor distillation_loss(const DistillationSettings& distillation, const Tensor&
 nn::BertConfig teacher_model_config(const RunConfig& config, const nn::BertConfig& student) {
     const std::string& path = config.distillation->teacher;
     if (path.empty())
-        throw std::runtime_error(config.source + ": 'distillation.teacher' is not set: only the pipeline has a " +
+        throw ConfigError(config.source + ": 'distillation.teacher' is not set: only the pipeline has a " +
                                  "default teacher (its FP32 model); a training run must name one");
     nn::BertConfig c = model_file_config(path);
     const auto refuse = [&](const std::string& what) {
-        throw std::runtime_error(config.source + ": 'distillation.teacher' " + path + ": " + what);
+        throw ConfigError(config.source + ": 'distillation.teacher' " + path + ": " + what);
     };
     // Its logits are compared with the student's class by class.
     if (!c.label_names.empty() && !label_order(c.label_names, student.label_names, path).model_ids.empty())
@@ -56,7 +56,7 @@ void load_teacher(nn::Module& teacher, const RunConfig& config) {
     nn::LoadReport report = read_model_weights(teacher, path);
     std::erase_if(report.unexpected, [](const std::string& key) { return key.ends_with("_amax"); });
     if (!report.missing.empty())
-        throw std::runtime_error(config.source + ": 'distillation.teacher' " + path +
+        throw ConfigError(config.source + ": 'distillation.teacher' " + path +
                                  " is not a model of this task: " + report.summary());
     if (!report.unexpected.empty()) std::cerr << path << " (distillation.teacher): " << report.summary();
     teacher.eval();

@@ -69,6 +69,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -258,6 +259,12 @@ RunConfig parse_run_config(const nlohmann::json& json, const std::string& source
 // parsed as JSON, else taken as a string) before it is read, so overrides are checked like the
 // file itself; then parse_run_config against the file's folder.
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// A setting the run cannot use, found after its config loaded: where the model's config, the
+// data or a stage first meets it. The command line exits 2 for it, as for a config that does
+// not load; the message names the config and the key.
+struct ConfigError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 // The config as run_config_from_json reads it back: every key written, paths as they stand.
 nlohmann::json run_config_to_json(const RunConfig& config);

@@ -117,13 +117,13 @@ public:
         const DataSettings& d = config.data;
         const bool split = d.squad_eval_fraction > 0, validation = d.validation_fraction > 0;
         if (split && !d.eval_files.empty())
-            throw std::runtime_error(config.source +
+            throw ConfigError(config.source +
                                      ": data.squad_eval_fraction > 0 takes the evaluation set from "
                                      "data.train_files; data.eval_files must then be empty");
         const bool read_train = data.train || (data.eval && (split || validation));
-        if (read_train && d.train_files.empty()) throw std::runtime_error(config.source + ": data.train_files is empty");
+        if (read_train && d.train_files.empty()) throw ConfigError(config.source + ": data.train_files is empty");
         if (data.eval && !split && d.eval_files.empty())
-            throw std::runtime_error(config.source + ": data.eval_files is empty");
+            throw ConfigError(config.source + ": data.eval_files is empty");
 
         SquadFiles files;
         std::vector<SquadExample> test;
@@ -140,7 +140,7 @@ public:
             if (validation) {
                 SquadSplit parts = split_squad_by_article(training, d.validation_fraction, d.validation_seed);
                 if (parts.train.empty() || parts.eval.empty())
-                    throw std::runtime_error(config.source + ": data.validation_fraction " +
+                    throw ConfigError(config.source + ": data.validation_fraction " +
                                              std::to_string(d.validation_fraction) + " leaves no article for " +
                                              (parts.eval.empty() ? "validation" : "training"));
                 training = std::move(parts.train);
@@ -235,9 +235,9 @@ private:
 
     void check_part(const std::vector<SquadExample>& part, bool needed, const char* what) const {
         if (needed && part.empty())
-            throw std::runtime_error(config_.source + ": data.squad_eval_fraction " +
-                                     std::to_string(config_.data.squad_eval_fraction) +
-                                     " leaves no article of data.train_files for " + what);
+            throw ConfigError(config_.source + ": data.squad_eval_fraction " +
+                              std::to_string(config_.data.squad_eval_fraction) +
+                              " leaves no article of data.train_files for " + what);
     }
 
     static nn::BertInputs inputs_of(const Batch& batch) {

@@ -31,9 +31,9 @@ namespace {
 void check_model_init(const RunConfig& config) {
     const std::string& init = config.model.init;
     if (init.empty() && !config.model.config)
-        throw std::runtime_error(config.source + ": 'model.init' is unset, and so is model.config: one of them gives the model's shape");
+        throw ConfigError(config.source + ": 'model.init' is unset, and so is model.config: one of them gives the model's shape");
     if (!init.empty() && !std::filesystem::exists(init))
-        throw std::runtime_error(config.source + ": 'model.init' names a missing file: " + init);
+        throw ConfigError(config.source + ": 'model.init' names a missing file: " + init);
 }
 
 }  // namespace
@@ -42,7 +42,7 @@ nn::BertConfig task_model_config(const RunConfig& config) {
     if (!config.model.config) check_model_init(config);
     nn::BertConfig c = config.model.config ? *config.model.config : model_file_config(config.model.init);
     if (config.data.max_seq_length > c.max_position_embeddings)
-        throw std::runtime_error(config.source + ": data.max_seq_length " + std::to_string(config.data.max_seq_length) +
+        throw ConfigError(config.source + ": data.max_seq_length " + std::to_string(config.data.max_seq_length) +
                                  " is over the model's max_position_embeddings " +
                                  std::to_string(c.max_position_embeddings));
     return c;
@@ -58,7 +58,7 @@ RunConfig saved_run_config(const RunConfig& config, const Task& task) {
 Tokenizer task_tokenizer(const RunConfig& config, const nn::BertConfig& model) {
     Tokenizer tokenizer = load_tokenizer(config.data.vocab, config.data.do_lower_case.value_or(true));
     if (vocab_size(tokenizer) > model.vocab_size)
-        throw std::runtime_error(config.source + ": data.vocab " + config.data.vocab + " has " +
+        throw ConfigError(config.source + ": data.vocab " + config.data.vocab + " has " +
                                  std::to_string(vocab_size(tokenizer)) + " tokens, over the model's vocab_size " +
                                  std::to_string(model.vocab_size));
     return tokenizer;

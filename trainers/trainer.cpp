@@ -240,7 +240,7 @@ bool evaluate(Run& r, RunLog& log) {
     log.write(record);
     const std::optional<double> found = r.last_metrics.find(r.metric);
     if (!found)
-        throw std::runtime_error(r.config.source + ": training.metric_for_best_model '" + r.metric +
+        throw ConfigError(r.config.source + ": training.metric_for_best_model '" + r.metric +
                                  "' is not a metric of this task: " + metrics.dump());
     const double value = *found;
     if (r.state.best_metric && !is_improvement(r.t, r.metric, value, *r.state.best_metric)) return false;
