@@ -1,5 +1,5 @@
 // resolve() and load_run_config: the part of reading a config that touches files
-// (trainers/run_config.h); run_config.cpp holds the pure part.
+// (trainers/run_config.h); run_config.cpp reads the JSON itself, run_config_write.cpp writes it.
 #include <filesystem>
 #include <stdexcept>
 
