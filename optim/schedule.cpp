@@ -5,6 +5,7 @@
 #include <numbers>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,14 +21,66 @@ namespace {
 
 bool has_warmup(const ScheduleOptions& o) { return o.warmup_steps != 0 || o.warmup_ratio != 0; }
 
-constexpr double kPolynomialEnd = 1e-7;  // HF's lr_end, and power 1, as get_scheduler leaves them
+std::string number(double x) { return nlohmann::json(x).dump(); }
+
+// get_scheduler's defaults for the keys left unset.
+double num_cycles(const ScheduleOptions& o) {
+    return o.kwargs.num_cycles.value_or(o.name == ScheduleName::CosineWithRestarts ? 1.0 : 0.5);
+}
+double lr_end(const ScheduleOptions& o) { return o.kwargs.lr_end.value_or(1e-7); }
+double min_lr_rate(const ScheduleOptions& o) {
+    return o.kwargs.min_lr_rate ? *o.kwargs.min_lr_rate : *o.kwargs.min_lr / o.base_lr;
+}
+
+// The kwargs each schedule's get_*_schedule_with_warmup takes.
+std::vector<const char*> kwargs_taken(ScheduleName name) {
+    switch (name) {
+    case ScheduleName::Cosine:
+    case ScheduleName::CosineWithRestarts: return {"num_cycles"};
+    case ScheduleName::CosineWithMinLr: return {"num_cycles", "min_lr", "min_lr_rate"};
+    case ScheduleName::Polynomial: return {"lr_end", "power"};
+    default: return {};
+    }
+}
+
+void check_kwargs(const ScheduleOptions& o) {
+    const ScheduleKwargs& k = o.kwargs;
+    const std::vector<const char*> taken = kwargs_taken(o.name);
+    const nlohmann::json given = schedule_kwargs_to_json(k);
+    for (const auto& [key, value] : given.items()) {
+        if (std::none_of(taken.begin(), taken.end(), [&](const char* t) { return key == t; }))
+            fail(std::string("'") + schedule_name(o.name) + "' takes no kwarg '" + key + "'");
+        if (!std::isfinite(value.get<double>())) fail("kwarg '" + key + "' must be finite, got " + value.dump());
+    }
+    if (k.num_cycles && !(*k.num_cycles > 0)) fail("num_cycles must be positive, got " + number(*k.num_cycles));
+    if (k.power && !(*k.power > 0)) fail("power must be positive, got " + number(*k.power));
+    if (k.lr_end && !(*k.lr_end >= 0)) fail("lr_end must be >= 0, got " + number(*k.lr_end));
+    if (o.name == ScheduleName::Polynomial && !(o.base_lr > lr_end(o)))
+        fail("'polynomial' decays to lr_end " + number(lr_end(o)) + ": base_lr must be above it, got " +
+             number(o.base_lr));
+    if (o.name != ScheduleName::CosineWithMinLr) return;
+    if (k.min_lr.has_value() == k.min_lr_rate.has_value())
+        fail("'cosine_with_min_lr' takes exactly one of the kwargs min_lr and min_lr_rate");
+    if (k.min_lr && !(*k.min_lr >= 0 && *k.min_lr <= o.base_lr))
+        fail("min_lr must lie in [0, base_lr], got " + number(*k.min_lr));
+    if (k.min_lr_rate && !(*k.min_lr_rate >= 0 && *k.min_lr_rate <= 1))
+        fail("min_lr_rate must lie in [0, 1], got " + number(*k.min_lr_rate));
+}
 
 // HF's polynomial lambda times base_lr, as LambdaLR multiplies it: past the last step the end rate.
 double polynomial_rate(const ScheduleOptions& o, int64_t warmup, int64_t step) {
-    if (step > o.total_steps) return o.base_lr * (kPolynomialEnd / o.base_lr);
+    const double end = lr_end(o);
+    if (step > o.total_steps) return o.base_lr * (end / o.base_lr);
     const double remaining = 1.0 - (double)(step - warmup) / (double)std::max<int64_t>(1, o.total_steps - warmup);
-    const double decay = (o.base_lr - kPolynomialEnd) * remaining + kPolynomialEnd;
+    const double decay = (o.base_lr - end) * std::pow(remaining, o.kwargs.power.value_or(1.0)) + end;
     return o.base_lr * (decay / o.base_lr);
+}
+
+// HF's inverse_sqrt with the timescale get_scheduler gives it: the warmup, or 10000 without one.
+double inverse_sqrt_rate(const ScheduleOptions& o, int64_t warmup, int64_t step) {
+    const int64_t timescale = warmup != 0 ? warmup : 10000;
+    const int64_t shift = timescale - warmup;
+    return o.base_lr * (1.0 / std::sqrt((double)(step + shift) / (double)timescale));
 }
 
 }  // namespace
@@ -43,8 +96,7 @@ void check_schedule(const ScheduleOptions& o) {
     if (o.name == ScheduleName::Constant && has_warmup(o))
         fail("'constant' takes no warmup (use 'constant_with_warmup')");
     if (o.warmup_steps != 0 && o.warmup_ratio != 0) fail("give warmup_steps or warmup_ratio, not both");
-    if (o.name == ScheduleName::Polynomial && o.base_lr < kPolynomialEnd)
-        fail("'polynomial' decays to 1e-7: base_lr must be at least that, got " + std::to_string(o.base_lr));
+    check_kwargs(o);
 }
 
 const char* schedule_name(ScheduleName name) { return name_of_choice(name, kScheduleNames); }
@@ -64,6 +116,7 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
     int64_t warmup = warmup_steps(o);
     if (step < warmup) return o.base_lr * ((double)step / (double)std::max<int64_t>(1, warmup));
     if (o.name == ScheduleName::ConstantWithWarmup) return o.base_lr;
+    if (o.name == ScheduleName::InverseSqrt) return inverse_sqrt_rate(o, warmup, step);
     if (o.total_steps <= 0) fail(std::string("'") + schedule_name(o.name) + "' needs total_steps");
     double decay_steps = (double)std::max<int64_t>(1, o.total_steps - warmup);
     if (o.name == ScheduleName::Linear)
@@ -72,11 +125,36 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
     double progress = (double)(step - warmup) / decay_steps;
     if (o.name == ScheduleName::CosineWithRestarts) {
         if (progress >= 1.0) return o.base_lr * 0.0;
-        return o.base_lr * std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * std::fmod(1.0 * progress, 1.0))));
+        const double restart = std::fmod(num_cycles(o) * progress, 1.0);
+        return o.base_lr * std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * restart)));
     }
-    constexpr double num_cycles = 0.5;
-    return o.base_lr *
-           std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * num_cycles * 2.0 * progress)));
+    const double cosine = 0.5 * (1.0 + std::cos(std::numbers::pi * num_cycles(o) * 2.0 * progress));
+    if (o.name == ScheduleName::CosineWithMinLr)
+        return o.base_lr * std::max(0.0, cosine * (1 - min_lr_rate(o)) + min_lr_rate(o));
+    return o.base_lr * std::max(0.0, cosine);
+}
+
+ScheduleKwargs schedule_kwargs_from_json(const nlohmann::json& j, const std::string& path, const std::string& source) {
+    if (!j.is_object()) throw std::runtime_error(source + ": '" + path + "' must be an object, got " + j.dump());
+    JsonFields f(j, path, source);
+    ScheduleKwargs k;
+    f.read("num_cycles", k.num_cycles);
+    f.read("lr_end", k.lr_end);
+    f.read("power", k.power);
+    f.read("min_lr", k.min_lr);
+    f.read("min_lr_rate", k.min_lr_rate);
+    f.finish();
+    return k;
+}
+
+nlohmann::json schedule_kwargs_to_json(const ScheduleKwargs& k) {
+    nlohmann::json j = nlohmann::json::object();
+    const std::pair<const char*, const std::optional<double>&> fields[] = {
+        {"num_cycles", k.num_cycles}, {"lr_end", k.lr_end}, {"power", k.power},
+        {"min_lr", k.min_lr}, {"min_lr_rate", k.min_lr_rate}};
+    for (const auto& [key, value] : fields)
+        if (value) j[key] = *value;
+    return j;
 }
 
 void from_json(const nlohmann::json& j, ScheduleOptions& o) {
@@ -87,6 +165,7 @@ void from_json(const nlohmann::json& j, ScheduleOptions& o) {
     f.read("warmup_steps", parsed.warmup_steps);
     f.read("warmup_ratio", parsed.warmup_ratio);
     f.read("total_steps", parsed.total_steps);
+    if (f.has("kwargs")) parsed.kwargs = schedule_kwargs_from_json(f.section("kwargs"), "kwargs", "schedule");
     f.finish();
     check_schedule(parsed);
     o = parsed;
@@ -97,7 +176,8 @@ void to_json(nlohmann::json& j, const ScheduleOptions& o) {
          {"base_lr", o.base_lr},
          {"warmup_steps", o.warmup_steps},
          {"warmup_ratio", o.warmup_ratio},
-         {"total_steps", o.total_steps}};
+         {"total_steps", o.total_steps},
+         {"kwargs", schedule_kwargs_to_json(o.kwargs)}};
 }
 
 }  // namespace qdq

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <nlohmann/json_fwd.hpp>
@@ -15,10 +17,12 @@ enum class ScheduleName {
     Constant,            // 1
     ConstantWithWarmup,  // s/w during warmup, then 1
     Linear,              // s/w during warmup, then (T − s)/(T − w), floored at 0
-    Cosine,              // s/w during warmup, then ½(1 + cos(π·progress)) (num_cycles 0.5)
-    CosineWithRestarts,  // HF's cosine_with_restarts at its default num_cycles 1: as cosine, 0 from T on
-    Polynomial,          // s/w during warmup, then ((1 − e)·(1 − progress) + e) with e = 1e-7 / base_lr,
-                         // and e from T on: HF's polynomial at its defaults, lr_end 1e-7 and power 1
+    Cosine,              // s/w during warmup, then ½(1 + cos(2π·c·progress)), c = num_cycles (0.5)
+    CosineWithRestarts,  // as cosine with c = num_cycles (1) restarts: ½(1 + cos(π·frac(c·progress))), 0 from T on
+    CosineWithMinLr,     // as cosine, then m + (1 − m)·that, m = min_lr_rate or min_lr / base_lr
+    Polynomial,          // s/w during warmup, then ((1 − e)·(1 − progress)^power + e) with e = lr_end / base_lr
+                         // (lr_end 1e-7, power 1), and e from T on
+    InverseSqrt,         // s/w during warmup, then 1/sqrt((s − w + τ)/τ), τ = w or 10000; needs no T
 };
 inline constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
     {"linear", ScheduleName::Linear},
@@ -26,10 +30,26 @@ inline constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
     {"cosine_with_restarts", ScheduleName::CosineWithRestarts},
     {"polynomial", ScheduleName::Polynomial},
     {"constant", ScheduleName::Constant},
-    {"constant_with_warmup", ScheduleName::ConstantWithWarmup}};
+    {"constant_with_warmup", ScheduleName::ConstantWithWarmup},
+    {"inverse_sqrt", ScheduleName::InverseSqrt},
+    {"cosine_with_min_lr", ScheduleName::CosineWithMinLr}};
+
+// HF's lr_scheduler_kwargs: what get_scheduler passes on to the schedule, each unset one at the
+// schedule's default. A schedule given a key it does not take is refused (check_schedule): HF
+// raises for most, and silently drops them for constant, constant_with_warmup and inverse_sqrt.
+struct ScheduleKwargs {
+    std::optional<double> num_cycles;   // cosine and cosine_with_min_lr (0.5), cosine_with_restarts (1)
+    std::optional<double> lr_end;       // polynomial (1e-7)
+    std::optional<double> power;        // polynomial (1)
+    std::optional<double> min_lr;       // cosine_with_min_lr: exactly one of min_lr and min_lr_rate
+    std::optional<double> min_lr_rate;
+};
+// The object's keys, each a number; `path` and `source` name it in errors.
+ScheduleKwargs schedule_kwargs_from_json(const nlohmann::json& j, const std::string& path, const std::string& source);
+nlohmann::json schedule_kwargs_to_json(const ScheduleKwargs& kwargs);  // the keys that are set
 
 // JSON: {"name": "linear", "base_lr": 5e-5, "warmup_steps": 0 | "warmup_ratio": 0.0,
-//        "total_steps": N}; every key optional, defaults as HF TrainingArguments.
+//        "total_steps": N, "kwargs": {...}}; every key optional, defaults as HF TrainingArguments.
 struct ScheduleOptions {
     ScheduleName name = ScheduleName::Linear;
     double base_lr = 5e-5;
@@ -40,13 +60,14 @@ struct ScheduleOptions {
     // Needed by linear and cosine, and by a warmup ratio; the trainer fills it in from the
     // data set size when the config leaves it 0.
     int64_t total_steps = 0;
+    ScheduleKwargs kwargs;
 };
 
 const char* schedule_name(ScheduleName name);
 
 // Throws naming the first value out of range: a negative rate or step count, a warmup ratio
-// outside [0, 1], both warmup_steps and warmup_ratio, warmup with 'constant', a polynomial decay
-// from a rate below its end of 1e-7.
+// outside [0, 1], both warmup_steps and warmup_ratio, warmup with 'constant', a kwarg the
+// schedule does not take or out of its range, a polynomial decay from a rate not above lr_end.
 void check_schedule(const ScheduleOptions& options);
 
 // Warmup in steps, the ratio resolved against total_steps.

@@ -303,7 +303,7 @@ TEST(Schedule, MatchesHuggingFace) {
             EXPECT_DOUBLE_EQ(learning_rate(options, (int64_t)s), p.at("lr")[s].get<double>())
                 << "step " << s;
     }
-    EXPECT_EQ(cases, 10);
+    EXPECT_EQ(cases, 17);
     // The trainer's schedule in the AdamW case gives the lr torch used there.
     const json& p = fixture().at("adamw").at("params");
     ScheduleOptions adamw_schedule = p.at("schedule").get<ScheduleOptions>();
@@ -314,8 +314,26 @@ TEST(Schedule, MatchesHuggingFace) {
 TEST(Schedule, JsonErrorsNameTheKeyOrValue) {
     auto parse = [](const char* text) { return json::parse(text).get<ScheduleOptions>(); };
     expect_error([&] { parse(R"({"name": "linear", "warmup": 10})"); }, "'warmup' is not a known setting");
-    expect_error([&] { parse(R"({"name": "inverse_sqrt"})"); }, "got 'inverse_sqrt'");
-    expect_error([&] { parse(R"({"name": "polynomial", "base_lr": 1e-8})"); }, "'polynomial' decays to 1e-7");
+    expect_error([&] { parse(R"({"name": "reduce_lr_on_plateau"})"); }, "got 'reduce_lr_on_plateau'");
+    expect_error([&] { parse(R"({"name": "polynomial", "base_lr": 1e-8})"); },
+                 "'polynomial' decays to lr_end 1e-07: base_lr must be above it");
+    // HF's get_polynomial_decay_schedule_with_warmup raises unless lr_init > lr_end.
+    expect_error([&] { parse(R"({"name": "polynomial", "base_lr": 1e-6, "kwargs": {"lr_end": 1e-6}})"); },
+                 "must be above it");
+    expect_error([&] { parse(R"({"name": "linear", "kwargs": {"num_cycles": 2}})"); },
+                 "'linear' takes no kwarg 'num_cycles'");
+    // HF's get_scheduler drops kwargs given to inverse_sqrt; a timescale set there would be ignored.
+    expect_error([&] { parse(R"({"name": "inverse_sqrt", "kwargs": {"power": 2}})"); },
+                 "'inverse_sqrt' takes no kwarg 'power'");
+    expect_error([&] { parse(R"({"name": "cosine", "kwargs": {"num_cycle": 2}})"); },
+                 "'kwargs.num_cycle' is not a known setting");
+    expect_error([&] { parse(R"({"name": "cosine", "kwargs": {"num_cycles": 0}})"); }, "num_cycles must be positive");
+    expect_error([&] { parse(R"({"name": "cosine_with_min_lr"})"); },
+                 "takes exactly one of the kwargs min_lr and min_lr_rate");
+    expect_error([&] { parse(R"({"name": "cosine_with_min_lr", "kwargs": {"min_lr": 1e-6, "min_lr_rate": 0.1}})"); },
+                 "takes exactly one of the kwargs min_lr and min_lr_rate");
+    expect_error([&] { parse(R"({"name": "cosine_with_min_lr", "kwargs": {"min_lr_rate": 1.5}})"); },
+                 "min_lr_rate must lie in [0, 1]");
     expect_error([&] { parse(R"({"warmup_steps": 2.5})"); }, "'warmup_steps' must be an integer");
     expect_error([&] { parse(R"({"base_lr": "3e-5"})"); }, "'base_lr' must be a number");
     expect_error([&] { parse(R"({"warmup_steps": 10, "warmup_ratio": 0.1})"); }, "not both");

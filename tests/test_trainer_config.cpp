@@ -79,7 +79,12 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(error_of(squad).find("'data.doc_stride'"), std::string::npos);
     EXPECT_NE(with("model", "config", {{"hidden_sise", 3}}).find("hidden_sise"), std::string::npos);
     // Settings read at load, before any data or model is built.
-    EXPECT_NE(with("training", "lr_scheduler_type", "inverse_sqrt").find("'training.lr_scheduler_type' must be one of linear, cosine"),
+    EXPECT_NE(with("training", "lr_scheduler_type", "reduce_lr_on_plateau")
+                  .find("'training.lr_scheduler_type' must be one of linear, cosine"),
+              std::string::npos);
+    EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycle", 2}}).find("'training.lr_scheduler_kwargs.num_cycle'"),
+              std::string::npos);
+    EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycles", 2}}).find("'linear' takes no kwarg 'num_cycles'"),
               std::string::npos);
     nlohmann::json both_warmups = c;
     both_warmups["training"]["warmup_steps"] = 10;
@@ -164,10 +169,14 @@ TEST(RunConfig, SetOverridesAnyKeyAndIsCheckedLikeTheFile) {
     std::string dir = temp_dir("qdq_config_set");
     std::ofstream(dir + "/run.json") << base_config(dir).dump();
     RunConfig c = load_run_config(dir + "/run.json", {"training.learning_rate=3e-5", "training.seed=7",
-                                                      "training.lr_scheduler_type=cosine"});
+                                                      "training.lr_scheduler_type=cosine",
+                                                      "training.lr_scheduler_kwargs.num_cycles=1.5"});
     EXPECT_EQ(c.training.learning_rate, 3e-5);
     EXPECT_EQ(c.training.seed, 7u);
     EXPECT_EQ(c.training.lr_scheduler_type, ScheduleName::Cosine);
+    EXPECT_EQ(schedule_options(c.training, 100).kwargs.num_cycles, 1.5);
+    // Written back with the run, and read back the same.
+    EXPECT_EQ(run_config_from_json(run_config_to_json(c), "saved").training.lr_scheduler_kwargs.num_cycles, 1.5);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seeed=7"}), std::runtime_error);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seed"}), std::runtime_error);
 }

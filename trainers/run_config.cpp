@@ -165,7 +165,7 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     try {
         check_schedule(schedule_options(t, 0));
     } catch (const std::runtime_error& e) {
-        training.fail("lr_scheduler_type", std::string("with its warmup: ") + e.what());
+        training.fail("lr_scheduler_type", std::string("with its warmup and lr_scheduler_kwargs: ") + e.what());
     }
 }
 
@@ -210,6 +210,9 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("adam_epsilon", t.adam_epsilon);
     training.read("max_grad_norm", t.max_grad_norm);
     training.read_choice("lr_scheduler_type", t.lr_scheduler_type, kScheduleNames);
+    if (training.has("lr_scheduler_kwargs"))
+        t.lr_scheduler_kwargs = schedule_kwargs_from_json(training.section("lr_scheduler_kwargs"),
+                                                          training.path_of("lr_scheduler_kwargs"), source);
     training.read("warmup_steps", t.warmup_steps);
     training.read("warmup_ratio", t.warmup_ratio);
     training.read("logging_steps", t.logging_steps);
@@ -347,7 +350,7 @@ RunConfig run_config_from_json(const nlohmann::json& json, const std::string& so
 }
 
 ScheduleOptions schedule_options(const TrainingSettings& t, int64_t total_steps) {
-    return {t.lr_scheduler_type, t.learning_rate, t.warmup_steps, t.warmup_ratio, total_steps};
+    return {t.lr_scheduler_type, t.learning_rate, t.warmup_steps, t.warmup_ratio, total_steps, t.lr_scheduler_kwargs};
 }
 
 }  // namespace qdq

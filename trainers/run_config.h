@@ -17,7 +17,7 @@
 //   "training": output_dir, seed, per_device_train_batch_size, per_device_eval_batch_size,
 //               gradient_accumulation_steps, num_train_epochs, max_steps, learning_rate,
 //               weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm,
-//               lr_scheduler_type, warmup_steps,
+//               lr_scheduler_type, lr_scheduler_kwargs (optim/schedule.h), warmup_steps,
 //               warmup_ratio, logging_steps, eval_steps, save_steps, evaluation_strategy (or
 //               eval_strategy) and save_strategy (trainers/interval_strategy.h), save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
@@ -146,6 +146,7 @@ struct TrainingSettings {
     double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
     double max_grad_norm = 1.0;
     ScheduleName lr_scheduler_type = ScheduleName::Linear;
+    ScheduleKwargs lr_scheduler_kwargs;  // HF's: num_cycles, lr_end, power, min_lr, min_lr_rate
     int64_t warmup_steps = 0;
     double warmup_ratio = 0;
     int64_t logging_steps = 50;
