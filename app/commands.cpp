@@ -75,7 +75,8 @@ int64_t option_count(std::map<std::string, std::string>& options, const std::str
 
 int run_eval(const RunConfig& config, std::map<std::string, std::string>& options) {
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
-    std::unique_ptr<Task> task = make_task(config, {.train = false}, checkpoint_loader(options));
+    const RunConfig for_checkpoint = config_for_checkpoint(config, options["--checkpoint"]);
+    std::unique_ptr<Task> task = make_task(for_checkpoint, {.train = false}, checkpoint_loader(options));
     write_output(metrics_to_json(task->evaluate(config.training.per_device_eval_batch_size)), options);
     return 0;
 }
@@ -112,7 +113,9 @@ int run_pipeline(const RunConfig& config, std::map<std::string, std::string>&) {
 
 int run_predict(const RunConfig& config, std::map<std::string, std::string>& options) {
     MatmulPrecisionGuard precision(eval_matmul_precision(config));
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false}, checkpoint_loader(options));
+    const RunConfig for_checkpoint = config_for_checkpoint(config, options["--checkpoint"]);
+    std::unique_ptr<Task> task =
+        make_task(for_checkpoint, {.train = false, .eval = false}, checkpoint_loader(options));
     write_output(task->predict(options["--input"], config.training.per_device_eval_batch_size), options);
     return 0;
 }

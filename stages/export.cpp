@@ -86,7 +86,9 @@ bool onnx_exportable(const RunConfig& config) {
 nlohmann::json export_task_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& out_path,
                                  QdqTarget target) {
     check_onnx_exportable(config);
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .on_run_device = false}, keeping_ranges(checkpoint, config));
+    const RunConfig for_checkpoint = config_for_checkpoint(config, checkpoint);
+    std::unique_ptr<Task> task = make_task(for_checkpoint, {.train = false, .eval = false, .on_run_device = false},
+                                           keeping_ranges(checkpoint, config));
     check_calibrated(task->model(), "export a checkpoint written by 'qdqtrain calibrate' or a QAT run, or a config "
                                     "without a \"quantization\" section for a float export");
     const OnnxHead head = onnx_head(config);
@@ -102,13 +104,17 @@ nlohmann::json export_task_onnx(const RunConfig& config, const std::string& chec
 
 std::vector<NamedOutputs> framework_outputs(const RunConfig& config, const std::string& checkpoint,
                                             const std::vector<nn::BertInputs>& batches) {
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false}, keeping_ranges(checkpoint, config));
+    const RunConfig for_checkpoint = config_for_checkpoint(config, checkpoint);
+    std::unique_ptr<Task> task =
+        make_task(for_checkpoint, {.train = false, .eval = false}, keeping_ranges(checkpoint, config));
     return task->eval_outputs(batches);
 }
 
 nlohmann::json check_exported_onnx(const RunConfig& config, const std::string& checkpoint, const std::string& onnx_path,
                                    int64_t examples) {
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .on_run_device = false}, keeping_ranges(checkpoint, config));
+    const RunConfig for_checkpoint = config_for_checkpoint(config, checkpoint);
+    std::unique_ptr<Task> task =
+        make_task(for_checkpoint, {.train = false, .on_run_device = false}, keeping_ranges(checkpoint, config));
     const FidelityReport report = check_onnx_fidelity(*task, onnx_path, {.examples = examples});
     const std::string path = onnx_path + ".fidelity.md";
     std::ofstream out(path, std::ios::trunc);

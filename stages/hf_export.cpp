@@ -60,7 +60,8 @@ nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& 
                                                     "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
                                                     "for a quantized model");
     check_not_a_run_folder(out_dir);
-    std::unique_ptr<Task> task = make_task(config, {.train = false, .eval = false, .on_run_device = false},
+    std::unique_ptr<Task> task = make_task(config_for_checkpoint(config, checkpoint),
+                                           {.train = false, .eval = false, .on_run_device = false},
                                            [&](nn::Module& model) { load_model_weights(model, checkpoint); });
     const std::string architecture = architecture_of(config);
     nn::save_pretrained(task->model(), task->model_config(), out_dir, architecture);

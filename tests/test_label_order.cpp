@@ -23,6 +23,7 @@
 #include "stages/hf_export.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
+#include "trainers/checkpoint.h"
 #include "trainers/distillation.h"
 #include "trainers/resume.h"
 #include "trainers/task.h"
@@ -261,6 +262,31 @@ TEST_F(ModelLabelOrder, ATeacherOrderingTheLabelsOtherwiseIsRefused) {
                  {"run.json", "distillation.teacher", model_b(), "orders the labels otherwise"});
     config.distillation->teacher = model_a();
     EXPECT_EQ(teacher_model_config(config, student).label_names, kNli);
+}
+
+// eval, predict, export and save-pretrained --checkpoint under a config whose model orders the
+// labels otherwise (A's, the data set's): the checkpoint is read in its own order, as
+// from_pretrained reads a checkpoint's id2label.
+TEST_F(ModelLabelOrder, ACheckpointIsReadInItsOwnLabelOrder) {
+    const std::string checkpoint = (dir_.path() / "b.h5").string();
+    {
+        std::unique_ptr<Task> b = make(model_b(), false);
+        nn::save_hdf5(b->model(), b->model_config(), checkpoint);
+    }
+    const RunConfig config = run_config(model_a());
+    const auto load_b = [&](nn::Module& model) { load_model_weights(model, checkpoint); };
+    const RunConfig for_b = config_for_checkpoint(config, checkpoint);
+    EXPECT_EQ(for_b.model.init, checkpoint);
+    EXPECT_EQ(make_task(for_b, {.train = false}, load_b)->evaluate(8).scores.at("accuracy"), 1.0);
+    // Read in the config's order, B's classes are scored as others: A's predictions are never B's.
+    EXPECT_EQ(make_task(config, {.train = false}, load_b)->evaluate(8).scores.at("accuracy"), 0.0);
+
+    const std::string out = (dir_.path() / "hf").string();
+    save_task_pretrained(config, checkpoint, out);
+    EXPECT_EQ(read_json_file(out + "/config.json").at("id2label"),
+              json({{"0", "neutral"}, {"1", "contradiction"}, {"2", "entailment"}}));
+    // A checkpoint in the config's own order leaves the config as it is.
+    EXPECT_EQ(config_for_checkpoint(config, model_a()).model.init, config.model.init);
 }
 
 // config.json's label maps: names by id, HF's default names as none, and each error naming the

@@ -11,6 +11,7 @@
 #include "nn/pretrained.h"
 #include "qdqbert/qdq_placement.h"
 #include "trainers/checkpoint.h"
+#include "trainers/classification_labels.h"
 #include "trainers/progress_bar.h"
 #include "trainers/run_device.h"
 
@@ -187,5 +188,19 @@ std::unique_ptr<Task> make_task(const RunConfig& config, TaskData data, const Mo
 }
 
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data) { return make_task(config, data, {}); }
+
+RunConfig config_for_checkpoint(const RunConfig& config, const std::string& checkpoint) {
+    if (checkpoint.empty() || config.data.task != TaskKind::classification) return config;
+    const std::vector<std::string> dataset = dataset_preset(config.data.dataset).label_names;
+    const std::vector<std::string> held = model_file_config(checkpoint).label_names;
+    if (held.empty() || label_order(held, dataset, checkpoint).names ==
+                            label_order(task_model_config(config).label_names, dataset, checkpoint).names)
+        return config;
+    RunConfig read_as_held = config;
+    read_as_held.model.init = checkpoint;
+    read_as_held.model.config.reset();
+    read_as_held.model.config_file.clear();
+    return read_as_held;
+}
 
 }  // namespace qdq

@@ -130,6 +130,11 @@ using ModelLoader = std::function<void(nn::Module&)>;
 // model config still is) and `load` puts the checkpoint's in place before the model goes to the
 // run's device. The initial weights the checkpoint holds are never drawn (nn/init.h).
 std::unique_ptr<Task> make_task(const RunConfig& config, TaskData data, const ModelLoader& load);
+// The config to read `checkpoint`'s weights under (eval, predict, export and save-pretrained
+// --checkpoint). As from_pretrained takes id2label from the checkpoint's own config.json, where
+// a classifier's checkpoint orders the labels otherwise than the config's model, the checkpoint
+// is model.init and its config the model's (trainers/classification_labels.h); else `config`.
+RunConfig config_for_checkpoint(const RunConfig& config, const std::string& checkpoint);
 
 // The run config as checkpoints and config.json keep it: this run's, with model.config
 // set to the model the task built, so that a run starting from the checkpoint finds the model's
