@@ -120,8 +120,9 @@ int run_command(const std::string& name, const Command& command, int argc, char*
     }
     if (qdq::world().size > 1 && name != "train" && name != "calibrate" && name != "pipeline")
         throw std::runtime_error("runs in one process: under mpirun only 'train', 'calibrate' and 'pipeline' are data parallel");
-    // Progress bars on a terminal, drawn by rank 0 alone (the other ranks' stderr may be one too).
-    qdq::set_progress_bars_shown(isatty(STDERR_FILENO) && qdq::world().is_root());
+    // Progress bars on a terminal, drawn by rank 0 alone (the other ranks' stderr may be one
+    // too), unless training.disable_tqdm says none.
+    qdq::set_progress_bars_shown(isatty(STDERR_FILENO) && qdq::world().is_root() && !config.training.disable_tqdm);
     return command.run(config, options);
 }
 

@@ -235,3 +235,48 @@ TEST(Trainer, EvaluationAndSaveStrategiesAreHuggingFaces) {
     EXPECT_THROW(train_config(raw), std::runtime_error);
     EXPECT_FALSE(fs::exists(dir.path() / "refused"));
 }
+
+// HF's logging_strategy, logging_first_step and eval_delay on the same tiny run (12 steps, 8 an
+// epoch, logging_steps 3, eval_steps 5): the steps a loss is logged at and those evaluated at.
+// The last step is always logged and evaluated.
+TEST(Trainer, LoggingStrategyFirstStepAndEvalDelayAreHuggingFaces) {
+    TempDir dir;
+    write_task_files(dir);
+    using Steps = std::vector<int64_t>;
+    const auto logged_and_evaluated = [&](const std::string& out, const nlohmann::json& keys) {
+        nlohmann::json raw = tiny_config(dir, out);
+        for (const auto& [key, value] : keys.items()) raw["training"][key] = value;
+        EXPECT_EQ(train_config(raw).status, TrainStatus::finished) << out;
+        Steps logged, evaluated;
+        for (const nlohmann::json& r : metrics_records(dir.path() / out)) {
+            if (r.contains("loss")) logged.push_back(r["step"].get<int64_t>());
+            if (r.contains("eval_accuracy")) evaluated.push_back(r["step"].get<int64_t>());
+        }
+        return std::pair{logged, evaluated};
+    };
+    EXPECT_EQ(logged_and_evaluated("unset", {}), std::pair(Steps{3, 6, 9, 12}, Steps{5, 10, 12}));
+    EXPECT_EQ(logged_and_evaluated("first", {{"logging_first_step", true}}), std::pair(Steps{1, 3, 6, 9, 12}, Steps{5, 10, 12}));
+    EXPECT_EQ(logged_and_evaluated("epoch", {{"logging_strategy", "epoch"}}), std::pair(Steps{8, 12}, Steps{5, 10, 12}));
+    EXPECT_EQ(logged_and_evaluated("no", {{"logging_strategy", "no"}}), std::pair(Steps{12}, Steps{5, 10, 12}));
+    EXPECT_EQ(logged_and_evaluated("delay", {{"eval_delay", 6}}), std::pair(Steps{3, 6, 9, 12}, Steps{10, 12}));
+    EXPECT_EQ(logged_and_evaluated("delay_epochs", {{"eval_strategy", "epoch"}, {"eval_delay", 1.5}}),
+              std::pair(Steps{3, 6, 9, 12}, Steps{12}));
+}
+
+// HF's data_seed draws the order of the training examples; unset, it is seed's.
+TEST(Trainer, DataSeedDrawsTheExampleOrder) {
+    TempDir dir;
+    write_task_files(dir);
+    const auto losses = [&](const std::string& out, const nlohmann::json& data_seed) {
+        nlohmann::json raw = tiny_config(dir, out);
+        if (!data_seed.is_null()) raw["training"]["data_seed"] = data_seed;
+        EXPECT_EQ(train_config(raw).status, TrainStatus::finished) << out;
+        std::vector<double> out_losses;
+        for (const nlohmann::json& r : metrics_records(dir.path() / out))
+            if (r.contains("loss")) out_losses.push_back(r["loss"].get<double>());
+        return out_losses;
+    };
+    const std::vector<double> unset = losses("unset", nullptr);
+    EXPECT_EQ(losses("same", 7), unset);  // tiny_config's seed
+    EXPECT_NE(losses("other", 8), unset);
+}

@@ -82,6 +82,12 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(with("training", "lr_scheduler_type", "reduce_lr_on_plateau")
                   .find("'training.lr_scheduler_type' must be one of linear, cosine"),
               std::string::npos);
+    EXPECT_NE(with("training", "optim", "adafactor").find("'training.optim' must be adamw_torch or adamw_torch_fused"),
+              std::string::npos);
+    EXPECT_NE(with("training", "logging_strategy", "often").find("'training.logging_strategy' must be one of no, steps"),
+              std::string::npos);
+    EXPECT_NE(with("training", "eval_delay", -1).find("'training.eval_delay' must be 0 or more"), std::string::npos);
+    EXPECT_NE(with("training", "data_seed", -1).find("'training.data_seed' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycle", 2}}).find("'training.lr_scheduler_kwargs.num_cycle'"),
               std::string::npos);
     EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycles", 2}}).find("'linear' takes no kwarg 'num_cycles'"),

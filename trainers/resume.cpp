@@ -25,6 +25,10 @@ RunConfig comparable(RunConfig c) {
     TrainingSettings& t = c.training;
     t.output_dir = defaults.output_dir;
     t.logging_steps = defaults.logging_steps;
+    t.logging_strategy = defaults.logging_strategy;
+    t.logging_first_step = defaults.logging_first_step;
+    t.eval_delay = defaults.eval_delay;
+    t.disable_tqdm = defaults.disable_tqdm;
     t.eval_steps = defaults.eval_steps;
     t.save_steps = defaults.save_steps;
     t.evaluation_strategy = defaults.evaluation_strategy;

@@ -156,6 +156,10 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
     if (t.save_total_limit && *t.save_total_limit < 0) training.fail("save_total_limit", "must be 0 or more");
     if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
+    if (t.data_seed && *t.data_seed < 0) training.fail("data_seed", "must be 0 or more");
+    if (t.optim != "adamw_torch" && t.optim != "adamw_torch_fused")
+        training.fail("optim", "must be adamw_torch or adamw_torch_fused (the same AdamW update); got '" + t.optim + "'");
+    if (!(t.eval_delay >= 0) || !std::isfinite(t.eval_delay)) training.fail("eval_delay", "must be 0 or more");
     if (t.save_strategy == IntervalStrategy::steps && t.save_steps <= 0)
         training.fail("save_steps", "must be positive under save_strategy \"steps\"");
     if (t.load_best_model_at_end && t.evaluation_strategy == IntervalStrategy::no)
@@ -198,6 +202,7 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     TrainingSettings t;
     training.read("output_dir", t.output_dir);
     training.read("seed", t.seed);
+    training.read("data_seed", t.data_seed);
     training.read("per_device_train_batch_size", t.per_device_train_batch_size);
     training.read("per_device_eval_batch_size", t.per_device_eval_batch_size);
     training.read("gradient_accumulation_steps", t.gradient_accumulation_steps);
@@ -209,6 +214,7 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("adam_beta2", t.adam_beta2);
     training.read("adam_epsilon", t.adam_epsilon);
     training.read("max_grad_norm", t.max_grad_norm);
+    training.read("optim", t.optim);
     training.read_choice("lr_scheduler_type", t.lr_scheduler_type, kScheduleNames);
     if (training.has("lr_scheduler_kwargs"))
         t.lr_scheduler_kwargs = schedule_kwargs_from_json(training.section("lr_scheduler_kwargs"),
@@ -216,15 +222,19 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("warmup_steps", t.warmup_steps);
     training.read("warmup_ratio", t.warmup_ratio);
     training.read("logging_steps", t.logging_steps);
+    read_strategy(training, "logging_strategy", nullptr, t.logging_strategy);
+    training.read("logging_first_step", t.logging_first_step);
     training.read("eval_steps", t.eval_steps);
     training.read("save_steps", t.save_steps);
     read_strategy(training, "evaluation_strategy", "eval_strategy", t.evaluation_strategy);
     read_strategy(training, "save_strategy", nullptr, t.save_strategy);
+    training.read("eval_delay", t.eval_delay);
     training.read("save_total_limit", t.save_total_limit);
     training.read("load_best_model_at_end", t.load_best_model_at_end);
     training.read("metric_for_best_model", t.metric_for_best_model);
     read_optional_bool(training, section, "greater_is_better", t.greater_is_better);
     training.read("group_by_length", t.group_by_length);
+    training.read("disable_tqdm", t.disable_tqdm);
     training.read("bf16", t.bf16);
     training.read("tf32", t.tf32);
     training.read("ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);

@@ -14,14 +14,15 @@
 //               one SQuAD file split by article), validation_fraction + validation_seed (that
 //               share of the training examples, SQuAD's by article, held out and evaluated on
 //               instead of eval_files), mlm_probability
-//   "training": output_dir, seed, per_device_train_batch_size, per_device_eval_batch_size,
+//   "training": output_dir, seed, data_seed, per_device_train_batch_size, per_device_eval_batch_size,
 //               gradient_accumulation_steps, num_train_epochs, max_steps, learning_rate,
-//               weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm,
+//               weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm, optim,
 //               lr_scheduler_type, lr_scheduler_kwargs (optim/schedule.h), warmup_steps,
-//               warmup_ratio, logging_steps, eval_steps, save_steps, evaluation_strategy (or
-//               eval_strategy) and save_strategy (trainers/interval_strategy.h), save_total_limit,
+//               warmup_ratio, logging_steps, logging_strategy, logging_first_step, eval_steps,
+//               save_steps, evaluation_strategy (or eval_strategy) and save_strategy
+//               (trainers/interval_strategy.h), eval_delay, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
-//               group_by_length, bf16 (matrix products in bf16, see trainers/run_precision.h),
+//               group_by_length, disable_tqdm, bf16 (matrix products in bf16, see trainers/run_precision.h),
 //               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h),
 //               use_cpu (the CPU although a GPU is present, trainers/run_device.h),
 //               report_to ("none", "tensorboard" or "all", or a list: where the logs go besides
@@ -134,6 +135,9 @@ constexpr int64_t kSaveTotalLimitWhileTraining = 2;
 struct TrainingSettings {
     std::string output_dir = "runs/default";
     uint64_t seed = 42;
+    // HF's data_seed: the order the training examples are drawn in (unset: seed's); dropout and
+    // the weights drawn at start stay seed's.
+    std::optional<int64_t> data_seed;
     int per_device_train_batch_size = 8;
     int per_device_eval_batch_size = 8;
     // Micro-batches of per_device_train_batch_size per optimizer step (HF's name): the effective
@@ -145,16 +149,25 @@ struct TrainingSettings {
     double weight_decay = 0;
     double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
     double max_grad_norm = 1.0;
+    // HF's optim: "adamw_torch" (its default) or "adamw_torch_fused", the same update; others refused.
+    std::string optim = "adamw_torch";
     ScheduleName lr_scheduler_type = ScheduleName::Linear;
     ScheduleKwargs lr_scheduler_kwargs;  // HF's: num_cycles, lr_end, power, min_lr, min_lr_rate
     int64_t warmup_steps = 0;
     double warmup_ratio = 0;
     int64_t logging_steps = 50;
+    // HF's logging_strategy ("steps" unless set; "epoch" logs at each epoch's end, "no" only at
+    // the last step, which is always logged here) and logging_first_step (a record after step 1).
+    std::optional<IntervalStrategy> logging_strategy;
+    bool logging_first_step = false;
     int64_t eval_steps = 0;    // 0: evaluate at the end of each epoch
     int64_t save_steps = 500;  // 0: save at the end of each epoch
     // HF's evaluation_strategy (or eval_strategy) and save_strategy; unset, as eval_steps and
     // save_steps say above (trainers/interval_strategy.h).
     std::optional<IntervalStrategy> evaluation_strategy, save_strategy;
+    // HF's eval_delay: no evaluation falls due before this many epochs under evaluation "epoch",
+    // steps otherwise; the last step's evaluation is never delayed.
+    double eval_delay = 0;
     // Hugging Face's save_total_limit: the newest checkpoints kept (the best one too with
     // load_best_model_at_end, and the newest always while training, which resumes from it);
     // when set, a finished run keeps that many beside model.h5 (0: none). Unset: 2 while
@@ -167,6 +180,7 @@ struct TrainingSettings {
     // Default as HF: false when the metric's name ends in "loss", else true.
     std::optional<bool> greater_is_better;
     bool group_by_length = false;
+    bool disable_tqdm = false;  // HF's: no progress bars, on a terminal too
     // Hugging Face's bf16: every matrix product (train, evaluate, calibrate) with bf16 operands
     // and FP32 accumulation, the rest in FP32 (autograd/matmul_precision.h).
     bool bf16 = false;

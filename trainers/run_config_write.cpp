@@ -57,24 +57,28 @@ nlohmann::json data_settings_to_json(const DataSettings& d) {
 nlohmann::json training_settings_to_json(const TrainingSettings& t) {
     nlohmann::json j = {
         {"output_dir", t.output_dir}, {"seed", t.seed},
+        {"data_seed", t.data_seed ? nlohmann::json(*t.data_seed) : nlohmann::json()},
         {"per_device_train_batch_size", t.per_device_train_batch_size},
         {"per_device_eval_batch_size", t.per_device_eval_batch_size},
         {"gradient_accumulation_steps", t.gradient_accumulation_steps},
         {"num_train_epochs", t.num_train_epochs}, {"max_steps", t.max_steps},
         {"learning_rate", t.learning_rate}, {"weight_decay", t.weight_decay},
         {"adam_beta1", t.adam_beta1}, {"adam_beta2", t.adam_beta2}, {"adam_epsilon", t.adam_epsilon},
-        {"max_grad_norm", t.max_grad_norm}, {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
+        {"max_grad_norm", t.max_grad_norm}, {"optim", t.optim},
+        {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
         {"lr_scheduler_kwargs", schedule_kwargs_to_json(t.lr_scheduler_kwargs)},
         {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
-        {"logging_steps", t.logging_steps}, {"eval_steps", t.eval_steps}, {"save_steps", t.save_steps},
+        {"logging_steps", t.logging_steps}, {"logging_first_step", t.logging_first_step},
+        {"eval_steps", t.eval_steps}, {"eval_delay", t.eval_delay}, {"save_steps", t.save_steps},
         {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
         {"load_best_model_at_end", t.load_best_model_at_end},
         {"metric_for_best_model", t.metric_for_best_model},
-        {"group_by_length", t.group_by_length}, {"bf16", t.bf16}, {"tf32", t.tf32}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
+        {"group_by_length", t.group_by_length}, {"disable_tqdm", t.disable_tqdm}, {"bf16", t.bf16}, {"tf32", t.tf32}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
         {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}};
     if (t.greater_is_better) j["greater_is_better"] = *t.greater_is_better;
     if (t.evaluation_strategy) j["evaluation_strategy"] = name_of_choice(*t.evaluation_strategy, kIntervalStrategyNames);
     if (t.save_strategy) j["save_strategy"] = name_of_choice(*t.save_strategy, kIntervalStrategyNames);
+    if (t.logging_strategy) j["logging_strategy"] = name_of_choice(*t.logging_strategy, kIntervalStrategyNames);
     return j;
 }
 

@@ -9,14 +9,12 @@
 #include <fstream>
 #include <optional>
 
-#include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "data/loader.h"
 #include "json/json_file.h"
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
 #include "optim/adamw.h"
-#include "optim/clip_grad.h"
 #include "optim/schedule.h"
 #include "optim/state.h"
 #include "parallel/communicator.h"
@@ -57,60 +55,6 @@ bool is_improvement(const TrainingSettings& t, const std::string& metric, double
     return greater ? value > best : value < best;
 }
 
-std::vector<int64_t> rank_share(const std::vector<int64_t>& batch, int rank, int ranks) {
-    const size_t n = batch.size(), base = n / (size_t)ranks, extra = n % (size_t)ranks, r = (size_t)rank;
-    const size_t begin = r * base + std::min(r, extra);
-    return {batch.begin() + (int64_t)begin, batch.begin() + (int64_t)(begin + base + (r < extra))};
-}
-
-StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const std::vector<ParamGroup>& groups,
-                          AdamW& optimizer, const TrainingSettings& t, double lr, GradReducer* reducer) {
-    StepResult out;
-    const World& w = world();
-    const int64_t micro_batches = t.gradient_accumulation_steps;
-    std::vector<int64_t> batch;
-    for (int64_t i = 0; i < micro_batches; ++i) {
-        while (!loader.next(batch)) {}  // an epoch's end: the loader moves to the next one
-        out.epoch_done = out.epoch_done || loader.position().index >= loader.size();
-        out.examples.insert(out.examples.end(), batch.begin(), batch.end());
-        const std::vector<int64_t> share = reducer ? rank_share(batch, w.rank, w.size) : batch;
-        if (share.empty()) continue;  // more ranks than examples: this one adds zeros
-        // The share's mean loss, weighted by its part of the batch: summed over the ranks, the
-        // batch's mean.
-        const float weight = reducer ? (float)((double)share.size() / ((double)batch.size() * (double)micro_batches))
-                                     : 1.0f / (float)micro_batches;
-        Tensor loss = task.train_loss(share, data_rng);
-        if (weight != 1.0f) loss = mul_scalar(loss, weight);
-        const double value = loss.item();
-        if (!reducer && !std::isfinite(value)) {
-            clear_tape();
-            out.bad = "the loss is " + std::to_string(value * (double)micro_batches);
-            return out;
-        }
-        out.loss += value;
-        if (reducer && i == micro_batches - 1) backward(loss, reducer->observer());
-        else backward(loss);
-    }
-    if (reducer) {
-        // Every rank decides alike: on the summed loss, and the summed gradients' norm.
-        reducer->finish();
-        allreduce_sum(&out.loss, 1);
-        if (!std::isfinite(out.loss)) {
-            out.bad = "the loss is " + std::to_string(out.loss * (double)micro_batches);
-            return out;
-        }
-    }
-    out.grad_norm = clip_grad_norm(groups, t.max_grad_norm > 0 ? t.max_grad_norm : INFINITY);
-    if (!std::isfinite(out.grad_norm)) {
-        out.bad = "the gradient norm is " + std::to_string(out.grad_norm);
-        return out;
-    }
-    adamw_step(optimizer, lr);
-    for (const ParamGroup& g : groups)
-        for (NamedTensor p : g.params) p.tensor.zero_grad();
-    return out;
-}
-
 namespace {
 
 // One call of train(): what its steps share.
@@ -144,7 +88,7 @@ struct Run {
 LoaderOptions loader_options(const TrainingSettings& t) {
     LoaderOptions o;
     o.batch_size = (int64_t)t.per_device_train_batch_size * world().size;
-    o.seed = t.seed;
+    o.seed = t.data_seed ? (uint64_t)*t.data_seed : t.seed;
     o.group_by_length = t.group_by_length;
     o.batches_per_step = t.gradient_accumulation_steps;
     return o;
@@ -249,13 +193,16 @@ bool evaluate(Run& r, RunLog& log) {
     return true;
 }
 
-// The step's counters, and every logging_steps a record of the mean loss since the last one.
+// The step's counters, and when logging falls due a record of the mean loss since the last one:
+// as logging_strategy and logging_first_step say, and at the last step.
 void record_step(Run& r, RunLog& log, const StepResult& step, double lr, int64_t total_steps) {
     if (r.state.input_tokens_seen >= 0)
         for (int64_t i : step.examples) r.state.input_tokens_seen += r.lengths[(size_t)i];
     r.state.log_loss_sum += step.loss;
     ++r.state.log_steps;
-    if (r.state.step % r.t.logging_steps != 0 && r.state.step != total_steps) return;
+    const Interval logging = interval_of(r.t.logging_strategy.value_or(IntervalStrategy::steps), r.t.logging_steps, 0);
+    const bool first = r.t.logging_first_step && r.state.step == 1;
+    if (!interval_due(logging, r.state.step, step.epoch_done) && !first && r.state.step != total_steps) return;
     nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()},
                              {"loss", r.state.log_loss_sum / (double)r.state.log_steps}, {"learning_rate", lr},
                              {"grad_norm", step.grad_norm}, {"seconds", now_seconds() - r.start}};
@@ -321,6 +268,13 @@ void start_gradient_reducer(Run& r) {
     for (const ParamGroup& g : r.groups)
         for (const NamedTensor& p : g.params) params.push_back(p.tensor);
     r.reducer.emplace(std::move(params), (int64_t)(r.t.ddp_bucket_cap_mb * 1024 * 1024));
+}
+
+// An evaluation the interval makes due, once HF's eval_delay has passed: in epochs under
+// "epoch", in steps otherwise.
+bool evaluation_due(const Run& r, const Interval& evaluations, bool epoch_done) {
+    const double done = evaluations.strategy == IntervalStrategy::epoch ? r.epoch() : (double)r.state.step;
+    return interval_due(evaluations, r.state.step, epoch_done) && done >= r.t.eval_delay;
 }
 
 }  // namespace
@@ -393,7 +347,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         log.progress(r.state.step, step.loss);
         const bool last = r.state.step == total_steps;
         bool best = false;
-        if (interval_due(evaluations, r.state.step, step.epoch_done) || last) best = evaluate(r, log);
+        if (evaluation_due(r, evaluations, step.epoch_done) || last) best = evaluate(r, log);
         const bool due = interval_due(saves, r.state.step, step.epoch_done) || (last && saves.strategy != IntervalStrategy::no) ||
                          (best && t.load_best_model_at_end);
         // A finished run keeps save_total_limit checkpoints beside model.h5: with 0 the last one
