@@ -223,6 +223,9 @@ TEST(Trainer, EvaluationAndSaveStrategiesAreHuggingFaces) {
     EXPECT_EQ(evaluated_and_kept("epoch", {{"eval_strategy", "epoch"}, {"save_strategy", "epoch"}}),
               std::pair(Steps{8, 12}, Names{"checkpoint-8.h5", "checkpoint-12.h5"}));
     EXPECT_EQ(evaluated_and_kept("no", {{"evaluation_strategy", "no"}, {"save_strategy", "no"}}), std::pair(Steps{12}, Names{}));
+    // Counts below 1 are shares of the run's 12 steps, rounded up: eval every 3, save every 6.
+    EXPECT_EQ(evaluated_and_kept("shares", {{"eval_steps", 0.25}, {"save_steps", 0.45}}),
+              std::pair(Steps{3, 6, 9, 12}, Names{"checkpoint-6.h5", "checkpoint-12.h5"}));
     EXPECT_TRUE(fs::exists(dir.path() / "no" / "model.h5"));
 
     nlohmann::json raw = tiny_config(dir, "refused");
@@ -258,6 +261,7 @@ TEST(Trainer, LoggingStrategyFirstStepAndEvalDelayAreHuggingFaces) {
     EXPECT_EQ(logged_and_evaluated("first", {{"logging_first_step", true}}), std::pair(Steps{1, 3, 6, 9, 12}, Steps{5, 10, 12}));
     EXPECT_EQ(logged_and_evaluated("epoch", {{"logging_strategy", "epoch"}}), std::pair(Steps{8, 12}, Steps{5, 10, 12}));
     EXPECT_EQ(logged_and_evaluated("no", {{"logging_strategy", "no"}}), std::pair(Steps{12}, Steps{5, 10, 12}));
+    EXPECT_EQ(logged_and_evaluated("share", {{"logging_steps", 0.4}}), std::pair(Steps{5, 10, 12}, Steps{5, 10, 12}));
     EXPECT_EQ(logged_and_evaluated("delay", {{"eval_delay", 6}}), std::pair(Steps{3, 6, 9, 12}, Steps{10, 12}));
     EXPECT_EQ(logged_and_evaluated("delay_epochs", {{"eval_strategy", "epoch"}, {"eval_delay", 1.5}}),
               std::pair(Steps{3, 6, 9, 12}, Steps{12}));

@@ -86,6 +86,9 @@ TEST(RunConfig, ErrorsNameTheKey) {
               std::string::npos);
     EXPECT_NE(with("training", "logging_strategy", "often").find("'training.logging_strategy' must be one of no, steps"),
               std::string::npos);
+    EXPECT_NE(with("training", "eval_steps", 1.5).find("'training.eval_steps' must be a whole number of steps, or a share"),
+              std::string::npos);
+    EXPECT_NE(with("training", "save_steps", -0.5).find("'training.save_steps' must be a whole number"), std::string::npos);
     EXPECT_NE(with("training", "eval_delay", -1).find("'training.eval_delay' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "data_seed", -1).find("'training.data_seed' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycle", 2}}).find("'training.lr_scheduler_kwargs.num_cycle'"),
@@ -183,6 +186,14 @@ TEST(RunConfig, SetOverridesAnyKeyAndIsCheckedLikeTheFile) {
     EXPECT_EQ(schedule_options(c.training, 100).kwargs.num_cycles, 1.5);
     // Written back with the run, and read back the same.
     EXPECT_EQ(run_config_from_json(run_config_to_json(c), "saved").training.lr_scheduler_kwargs.num_cycles, 1.5);
+    // HF's ratio counts: below 1 a share of the run's steps, and 2.0 two steps.
+    c = load_run_config(dir + "/run.json", {"training.eval_steps=0.1", "training.save_steps=2.0"});
+    EXPECT_EQ(c.training.eval_steps, (StepCount{0, 0.1}));
+    EXPECT_EQ(c.training.save_steps, (StepCount{2, 0}));
+    EXPECT_EQ(steps_of(c.training.eval_steps, 95), 10);
+    const RunConfig back = run_config_from_json(run_config_to_json(c), "saved");
+    EXPECT_EQ(back.training.eval_steps, c.training.eval_steps);
+    EXPECT_EQ(back.training.save_steps, c.training.save_steps);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seeed=7"}), std::runtime_error);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seed"}), std::runtime_error);
 }

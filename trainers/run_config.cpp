@@ -147,6 +147,22 @@ void read_strategy(JsonFields& training, const char* key, const char* alias, std
     out = strategy;
 }
 
+// A whole number of steps, or a share of the run's steps in (0, 1) (trainers/interval_strategy.h);
+// as HF, a number over 1 must be whole.
+void read_step_count(JsonFields& training, const char* key, StepCount& out) {
+    nlohmann::json value;
+    training.read(key, value);
+    if (value.is_null()) return;
+    if (value.is_number_integer()) {
+        out = {value.get<int64_t>(), 0};
+        return;
+    }
+    const double x = value.is_number() ? value.get<double>() : NAN;
+    if (x > 0 && x < 1) out = {0, x};
+    else if (x >= 1 && x == std::floor(x) && x < 9e15) out = {(int64_t)x, 0};
+    else training.fail(key, "must be a whole number of steps, or a share of the run's steps in (0, 1); got " + value.dump());
+}
+
 void check_training_settings(const JsonFields& training, const TrainingSettings& t) {
     check_positive(training, "per_device_train_batch_size", t.per_device_train_batch_size);
     check_positive(training, "per_device_eval_batch_size", t.per_device_eval_batch_size);
@@ -155,12 +171,12 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     check_positive(training, "ddp_bucket_cap_mb", t.ddp_bucket_cap_mb);
     if (t.max_steps <= 0) check_positive(training, "num_train_epochs", t.num_train_epochs);
     if (t.save_total_limit && *t.save_total_limit < 0) training.fail("save_total_limit", "must be 0 or more");
-    if (t.logging_steps <= 0) training.fail("logging_steps", "must be positive");
+    if (steps_of(t.logging_steps, 1) <= 0) training.fail("logging_steps", "must be positive");
     if (t.data_seed && *t.data_seed < 0) training.fail("data_seed", "must be 0 or more");
     if (t.optim != "adamw_torch" && t.optim != "adamw_torch_fused")
         training.fail("optim", "must be adamw_torch or adamw_torch_fused (the same AdamW update); got '" + t.optim + "'");
     if (!(t.eval_delay >= 0) || !std::isfinite(t.eval_delay)) training.fail("eval_delay", "must be 0 or more");
-    if (t.save_strategy == IntervalStrategy::steps && t.save_steps <= 0)
+    if (t.save_strategy == IntervalStrategy::steps && steps_of(t.save_steps, 1) <= 0)
         training.fail("save_steps", "must be positive under save_strategy \"steps\"");
     if (t.load_best_model_at_end && t.evaluation_strategy == IntervalStrategy::no)
         training.fail("load_best_model_at_end", "chooses among evaluations, and evaluation_strategy is \"no\"");
@@ -221,11 +237,11 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
                                                           training.path_of("lr_scheduler_kwargs"), source);
     training.read("warmup_steps", t.warmup_steps);
     training.read("warmup_ratio", t.warmup_ratio);
-    training.read("logging_steps", t.logging_steps);
+    read_step_count(training, "logging_steps", t.logging_steps);
     read_strategy(training, "logging_strategy", nullptr, t.logging_strategy);
     training.read("logging_first_step", t.logging_first_step);
-    training.read("eval_steps", t.eval_steps);
-    training.read("save_steps", t.save_steps);
+    read_step_count(training, "eval_steps", t.eval_steps);
+    read_step_count(training, "save_steps", t.save_steps);
     read_strategy(training, "evaluation_strategy", "eval_strategy", t.evaluation_strategy);
     read_strategy(training, "save_strategy", nullptr, t.save_strategy);
     training.read("eval_delay", t.eval_delay);

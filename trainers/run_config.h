@@ -155,13 +155,13 @@ struct TrainingSettings {
     ScheduleKwargs lr_scheduler_kwargs;  // HF's: num_cycles, lr_end, power, min_lr, min_lr_rate
     int64_t warmup_steps = 0;
     double warmup_ratio = 0;
-    int64_t logging_steps = 50;
+    StepCount logging_steps{50};
     // HF's logging_strategy ("steps" unless set; "epoch" logs at each epoch's end, "no" only at
     // the last step, which is always logged here) and logging_first_step (a record after step 1).
     std::optional<IntervalStrategy> logging_strategy;
     bool logging_first_step = false;
-    int64_t eval_steps = 0;    // 0: evaluate at the end of each epoch
-    int64_t save_steps = 500;  // 0: save at the end of each epoch
+    StepCount eval_steps{0};    // 0: evaluate at the end of each epoch
+    StepCount save_steps{500};  // 0: save at the end of each epoch
     // HF's evaluation_strategy (or eval_strategy) and save_strategy; unset, as eval_steps and
     // save_steps say above (trainers/interval_strategy.h).
     std::optional<IntervalStrategy> evaluation_strategy, save_strategy;

@@ -52,6 +52,10 @@ nlohmann::json data_settings_to_json(const DataSettings& d) {
     return j;
 }
 
+nlohmann::json step_count_json(const StepCount& count) {
+    return count.ratio > 0 ? nlohmann::json(count.ratio) : nlohmann::json(count.steps);
+}
+
 }  // namespace
 
 nlohmann::json training_settings_to_json(const TrainingSettings& t) {
@@ -68,8 +72,9 @@ nlohmann::json training_settings_to_json(const TrainingSettings& t) {
         {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
         {"lr_scheduler_kwargs", schedule_kwargs_to_json(t.lr_scheduler_kwargs)},
         {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
-        {"logging_steps", t.logging_steps}, {"logging_first_step", t.logging_first_step},
-        {"eval_steps", t.eval_steps}, {"eval_delay", t.eval_delay}, {"save_steps", t.save_steps},
+        {"logging_steps", step_count_json(t.logging_steps)}, {"logging_first_step", t.logging_first_step},
+        {"eval_steps", step_count_json(t.eval_steps)}, {"eval_delay", t.eval_delay},
+        {"save_steps", step_count_json(t.save_steps)},
         {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
         {"load_best_model_at_end", t.load_best_model_at_end},
         {"metric_for_best_model", t.metric_for_best_model},

@@ -200,7 +200,8 @@ void record_step(Run& r, RunLog& log, const StepResult& step, double lr, int64_t
         for (int64_t i : step.examples) r.state.input_tokens_seen += r.lengths[(size_t)i];
     r.state.log_loss_sum += step.loss;
     ++r.state.log_steps;
-    const Interval logging = interval_of(r.t.logging_strategy.value_or(IntervalStrategy::steps), r.t.logging_steps, 0);
+    const int64_t every = steps_of(r.t.logging_steps, total_steps);
+    const Interval logging = interval_of(r.t.logging_strategy.value_or(IntervalStrategy::steps), every, 0);
     const bool first = r.t.logging_first_step && r.state.step == 1;
     if (!interval_due(logging, r.state.step, step.epoch_done) && !first && r.state.step != total_steps) return;
     nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()},
@@ -321,8 +322,9 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         log.note("data parallel: " + std::to_string(r.world.size) + " ranks, " + std::to_string(r.reducer->bucket_count()) +
                  " gradient buckets, a global batch of " + std::to_string(r.loader_batch()));
 
-    const Interval evaluations = interval_of(t.evaluation_strategy, t.eval_steps, t.logging_steps);
-    const Interval saves = interval_of(t.save_strategy, t.save_steps, 0);
+    const Interval evaluations =
+        interval_of(t.evaluation_strategy, steps_of(t.eval_steps, total_steps), steps_of(t.logging_steps, total_steps));
+    const Interval saves = interval_of(t.save_strategy, steps_of(t.save_steps, total_steps), 0);
     r.start = now_seconds() - r.state.seconds;
     while (r.state.step < total_steps) {
         if (stop_asked(r)) {
