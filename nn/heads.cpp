@@ -21,8 +21,11 @@ Tensor BertForSequenceClassification::forward(const BertInputs& in) {
     return classifier.forward(dropout.forward(pooled, dropout_rng));
 }
 
-Tensor BertForSequenceClassification::loss(const Tensor& logits, const Tensor& labels) {
-    return cross_entropy(logits, labels);
+Tensor BertForSequenceClassification::loss(const Tensor& logits, const Tensor& labels, float label_smoothing) {
+    const Tensor nll = cross_entropy(logits, labels);
+    if (label_smoothing == 0.0f) return nll;
+    const Tensor smooth = mul_scalar(mean_all(log_softmax(logits)), -1.0f);
+    return add(mul_scalar(nll, 1.0f - label_smoothing), mul_scalar(smooth, label_smoothing));
 }
 
 BertForQuestionAnswering::BertForQuestionAnswering(const BertConfig& c, Rng& init_rng)

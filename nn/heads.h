@@ -13,8 +13,10 @@ class BertForSequenceClassification : public Module {
 public:
     BertForSequenceClassification(const BertConfig& c, Rng& init_rng);
     Tensor forward(const BertInputs& in);  // logits [B, num_labels]
-    // Mean cross-entropy against int32 labels [B].
-    static Tensor loss(const Tensor& logits, const Tensor& labels);
+    // Mean cross-entropy against int32 labels [B]; with label_smoothing ε, HF's LabelSmoother
+    // (torch's cross_entropy label_smoothing alike): (1 − ε)·that + ε·the mean over the batch and
+    // the classes of −log p.
+    static Tensor loss(const Tensor& logits, const Tensor& labels, float label_smoothing = 0.0f);
 
     BertModel bert;
     Dropout dropout;

@@ -267,6 +267,29 @@ TEST(Trainer, LoggingStrategyFirstStepAndEvalDelayAreHuggingFaces) {
               std::pair(Steps{3, 6, 9, 12}, Steps{12}));
 }
 
+// label_smoothing_factor reaches the training loss and the evaluation loss (HF smooths both); the
+// loss itself is checked against HF's formula in test_bert.
+TEST(Trainer, LabelSmoothingSmoothsTheTrainingAndEvaluationLosses) {
+    TempDir dir;
+    write_task_files(dir);
+    const auto losses = [&](const std::string& out, double epsilon) {
+        nlohmann::json raw = tiny_config(dir, out);
+        raw["training"]["label_smoothing_factor"] = epsilon;
+        raw["training"]["max_steps"] = 1;
+        EXPECT_EQ(train_config(raw).status, TrainStatus::finished) << out;
+        std::pair<double, double> found{0, 0};
+        for (const nlohmann::json& r : metrics_records(dir.path() / out)) {
+            if (r.contains("loss")) found.first = r["loss"].get<double>();
+            if (r.contains("eval_loss")) found.second = r["eval_loss"].get<double>();
+        }
+        return found;
+    };
+    const auto [train_plain, eval_plain] = losses("plain", 0);
+    const auto [train_smoothed, eval_smoothed] = losses("smoothed", 0.5);
+    EXPECT_NE(train_smoothed, train_plain);
+    EXPECT_NE(eval_smoothed, eval_plain);
+}
+
 // HF's data_seed draws the order of the training examples; unset, it is seed's.
 TEST(Trainer, DataSeedDrawsTheExampleOrder) {
     TempDir dir;

@@ -89,6 +89,14 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(with("training", "eval_steps", 1.5).find("'training.eval_steps' must be a whole number of steps, or a share"),
               std::string::npos);
     EXPECT_NE(with("training", "save_steps", -0.5).find("'training.save_steps' must be a whole number"), std::string::npos);
+    EXPECT_NE(with("training", "label_smoothing_factor", 1.0).find("'training.label_smoothing_factor' must lie in [0, 1)"),
+              std::string::npos);
+    nlohmann::json smoothed_squad = squad;
+    smoothed_squad["data"]["doc_stride"] = 1;
+    smoothed_squad["training"]["label_smoothing_factor"] = 0.1;
+    EXPECT_NE(error_of(smoothed_squad).find("'training.label_smoothing_factor' smooths a classifier's loss; data.task squad"),
+              std::string::npos)
+        << error_of(smoothed_squad);
     EXPECT_NE(with("training", "eval_delay", -1).find("'training.eval_delay' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "data_seed", -1).find("'training.data_seed' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycle", 2}}).find("'training.lr_scheduler_kwargs.num_cycle'"),

@@ -136,7 +136,7 @@ public:
         Batch batch = collate(train_.encodings, train_.labels, indices, padding());
         const nn::BertInputs in = inputs_of(batch);
         const Tensor logits = model_.forward(in);
-        const Tensor loss = nn::BertForSequenceClassification::loss(logits, batch.labels);
+        const Tensor loss = nn::BertForSequenceClassification::loss(logits, batch.labels, label_smoothing());
         if (!teacher_) return loss;
         return distillation_loss(*config_.distillation, loss, {logits}, {teacher_forward(*teacher_, in)});
     }
@@ -157,7 +157,8 @@ public:
             const Tensor& logits = outputs[b].at("logits");
             std::vector<int32_t> labels;
             for (int64_t i : batches[b]) labels.push_back(evals_.active.labels[(size_t)i]);
-            const Tensor loss = nn::BertForSequenceClassification::loss(logits, from_ints({(int64_t)labels.size()}, labels));
+            const Tensor loss =
+                nn::BertForSequenceClassification::loss(logits, from_ints({(int64_t)labels.size()}, labels), label_smoothing());
             loss_sum += (double)loss.item() * (double)labels.size();
             for (size_t r = 0; r < batches[b].size(); ++r) predicted[(size_t)batches[b][r]] = argmax_row(logits, r);
         }
@@ -205,6 +206,10 @@ private:
         c.label_names = labels.names;
         return c;
     }
+
+    // HF's label_smoothing_factor, in the training loss and the evaluation loss alike (its
+    // Trainer smooths compute_loss, which prediction_step calls too).
+    float label_smoothing() const { return (float)config_.training.label_smoothing_factor; }
 
     PaddingOptions padding() const {
         PaddingOptions p;

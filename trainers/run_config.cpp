@@ -176,6 +176,8 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
     if (t.optim != "adamw_torch" && t.optim != "adamw_torch_fused")
         training.fail("optim", "must be adamw_torch or adamw_torch_fused (the same AdamW update); got '" + t.optim + "'");
     if (!(t.eval_delay >= 0) || !std::isfinite(t.eval_delay)) training.fail("eval_delay", "must be 0 or more");
+    if (!(t.label_smoothing_factor >= 0 && t.label_smoothing_factor < 1))
+        training.fail("label_smoothing_factor", "must lie in [0, 1)");
     if (t.save_strategy == IntervalStrategy::steps && steps_of(t.save_steps, 1) <= 0)
         training.fail("save_steps", "must be positive under save_strategy \"steps\"");
     if (t.load_best_model_at_end && t.evaluation_strategy == IntervalStrategy::no)
@@ -231,6 +233,7 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("adam_epsilon", t.adam_epsilon);
     training.read("max_grad_norm", t.max_grad_norm);
     training.read("optim", t.optim);
+    training.read("label_smoothing_factor", t.label_smoothing_factor);
     training.read_choice("lr_scheduler_type", t.lr_scheduler_type, kScheduleNames);
     if (training.has("lr_scheduler_kwargs"))
         t.lr_scheduler_kwargs = schedule_kwargs_from_json(training.section("lr_scheduler_kwargs"),
@@ -363,6 +366,10 @@ RunConfig run_config_from_json(const nlohmann::json& json, const std::string& so
     c.data = data_settings_from_json(root.section("data"), source);
     c.training = training_settings_from_json(root.section("training"), source);
     resolve_best_model_metric(c);
+    if (c.training.label_smoothing_factor > 0 && c.data.task != TaskKind::classification)
+        throw std::runtime_error(c.source + ": 'training.label_smoothing_factor' smooths a classifier's loss; data.task " +
+                                 name_of_choice(c.data.task, kTaskKindNames) +
+                                 " has none (HF's Trainer smooths only a model given \"labels\", not SQuAD's positions)");
     if (root.has("quantization")) c.quantization = quantization_config_from_json(root.section("quantization"), source);
     if (root.has("distillation")) {
         // Masked-LM logits cover the masked positions only, over the vocabulary: distilling them

@@ -17,6 +17,7 @@
 //   "training": output_dir, seed, data_seed, per_device_train_batch_size, per_device_eval_batch_size,
 //               gradient_accumulation_steps, num_train_epochs, max_steps, learning_rate,
 //               weight_decay, adam_beta1, adam_beta2, adam_epsilon, max_grad_norm, optim,
+//               label_smoothing_factor,
 //               lr_scheduler_type, lr_scheduler_kwargs (optim/schedule.h), warmup_steps,
 //               warmup_ratio, logging_steps, logging_strategy, logging_first_step, eval_steps,
 //               save_steps, evaluation_strategy (or eval_strategy) and save_strategy
@@ -149,6 +150,10 @@ struct TrainingSettings {
     double weight_decay = 0;
     double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
     double max_grad_norm = 1.0;
+    // HF's label_smoothing_factor ε in [0, 1): a classifier's loss (nn/heads.h); HF's Trainer
+    // smooths only a model given "labels", so squad (start and end positions) refuses it, and
+    // mlm does not take it here.
+    double label_smoothing_factor = 0;
     // HF's optim: "adamw_torch" (its default) or "adamw_torch_fused", the same update; others refused.
     std::string optim = "adamw_torch";
     ScheduleName lr_scheduler_type = ScheduleName::Linear;

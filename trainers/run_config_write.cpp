@@ -69,6 +69,7 @@ nlohmann::json training_settings_to_json(const TrainingSettings& t) {
         {"learning_rate", t.learning_rate}, {"weight_decay", t.weight_decay},
         {"adam_beta1", t.adam_beta1}, {"adam_beta2", t.adam_beta2}, {"adam_epsilon", t.adam_epsilon},
         {"max_grad_norm", t.max_grad_norm}, {"optim", t.optim},
+        {"label_smoothing_factor", t.label_smoothing_factor},
         {"lr_scheduler_type", schedule_name(t.lr_scheduler_type)},
         {"lr_scheduler_kwargs", schedule_kwargs_to_json(t.lr_scheduler_kwargs)},
         {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
