@@ -23,14 +23,14 @@ OnnxHead onnx_head(const RunConfig& config) {
     case TaskKind::mlm: break;
     }
     throw ConfigError(config.source + ": data.task '" + name_of_choice(config.data.task, kTaskKindNames) +
-                                "' has no ONNX export (classification and squad have)");
+                      "' has no ONNX export (classification and squad have)");
 }
 
 void check_descriptor(const QuantDescriptor& desc, const std::string& key) {
     auto reject = [&](const std::string& what) {
         throw ConfigError(key + "." + what +
-                                    ": ONNX export writes only 8-bit signed quantizers with narrow_range false "
-                                    "(QuantizeLinear's int8 range [-128, 127])");
+                          ": ONNX export writes only 8-bit signed quantizers with narrow_range false "
+                          "(QuantizeLinear's int8 range [-128, 127])");
     };
     if (desc.num_bits != 8) reject("num_bits is " + std::to_string(desc.num_bits));
     if (desc.narrow_range) reject("narrow_range is true");
@@ -71,7 +71,7 @@ void check_onnx_exportable(const RunConfig& config) {
     // export_onnx refuses ranges over axis 1 ([1, in]) by their shape; here the key is named.
     if (q.weight.axis && *q.weight.axis != 0 && *q.weight.axis != -2)
         throw ConfigError(config.source + ": quantization.weight.axis is " + std::to_string(*q.weight.axis) +
-                                    ": ONNX export writes weight ranges per tensor or per output row (axis 0) only");
+                          ": ONNX export writes weight ranges per tensor or per output row (axis 0) only");
 }
 
 bool onnx_exportable(const RunConfig& config) {

@@ -57,8 +57,8 @@ nlohmann::json save_task_pretrained(const RunConfig& config, const std::string& 
                                     const std::string& out_dir) {
     if (config.quantization)
         throw ConfigError(config.source + ": quantization: save-pretrained writes float models only "
-                                                    "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
-                                                    "for a quantized model");
+                          "(Hugging Face's BERT has no quantizers); use 'qdqtrain export' "
+                          "for a quantized model");
     check_not_a_run_folder(out_dir);
     std::unique_ptr<Task> task = make_task(config_for_checkpoint(config, checkpoint),
                                            {.train = false, .eval = false, .on_run_device = false},

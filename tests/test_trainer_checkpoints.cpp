@@ -239,10 +239,10 @@ TEST(Trainer, EvaluationAndSaveStrategiesAreHuggingFaces) {
     EXPECT_FALSE(fs::exists(dir.path() / "refused"));
 }
 
-// HF's logging_strategy, logging_first_step and eval_delay on the same tiny run (12 steps, 8 an
+// HF's logging_strategy, logging_first_step, eval_delay and eval_on_start on the same tiny run (12 steps, 8 an
 // epoch, logging_steps 3, eval_steps 5): the steps a loss is logged at and those evaluated at.
 // The last step is always logged and evaluated.
-TEST(Trainer, LoggingStrategyFirstStepAndEvalDelayAreHuggingFaces) {
+TEST(Trainer, LoggingAndEvaluationKeysAreHuggingFaces) {
     TempDir dir;
     write_task_files(dir);
     using Steps = std::vector<int64_t>;
@@ -262,6 +262,7 @@ TEST(Trainer, LoggingStrategyFirstStepAndEvalDelayAreHuggingFaces) {
     EXPECT_EQ(logged_and_evaluated("epoch", {{"logging_strategy", "epoch"}}), std::pair(Steps{8, 12}, Steps{5, 10, 12}));
     EXPECT_EQ(logged_and_evaluated("no", {{"logging_strategy", "no"}}), std::pair(Steps{12}, Steps{5, 10, 12}));
     EXPECT_EQ(logged_and_evaluated("share", {{"logging_steps", 0.4}}), std::pair(Steps{5, 10, 12}, Steps{5, 10, 12}));
+    EXPECT_EQ(logged_and_evaluated("start", {{"eval_on_start", true}}), std::pair(Steps{3, 6, 9, 12}, Steps{0, 5, 10, 12}));
     EXPECT_EQ(logged_and_evaluated("delay", {{"eval_delay", 6}}), std::pair(Steps{3, 6, 9, 12}, Steps{10, 12}));
     EXPECT_EQ(logged_and_evaluated("delay_epochs", {{"eval_strategy", "epoch"}, {"eval_delay", 1.5}}),
               std::pair(Steps{3, 6, 9, 12}, Steps{12}));

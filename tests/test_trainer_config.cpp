@@ -97,6 +97,7 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(error_of(smoothed_squad).find("'training.label_smoothing_factor' smooths a classifier's loss; data.task squad"),
               std::string::npos)
         << error_of(smoothed_squad);
+    EXPECT_NE(with("training", "fp16", true).find("'training.fp16' is not read: FP16 with loss scaling"), std::string::npos);
     EXPECT_NE(with("training", "eval_delay", -1).find("'training.eval_delay' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "data_seed", -1).find("'training.data_seed' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycle", 2}}).find("'training.lr_scheduler_kwargs.num_cycle'"),

@@ -30,7 +30,7 @@ nn::BertConfig teacher_model_config(const RunConfig& config, const nn::BertConfi
     const std::string& path = config.distillation->teacher;
     if (path.empty())
         throw ConfigError(config.source + ": 'distillation.teacher' is not set: only the pipeline has a " +
-                                 "default teacher (its FP32 model); a training run must name one");
+                          "default teacher (its FP32 model); a training run must name one");
     nn::BertConfig c = model_file_config(path);
     const auto refuse = [&](const std::string& what) {
         throw ConfigError(config.source + ": 'distillation.teacher' " + path + ": " + what);
@@ -57,7 +57,7 @@ void load_teacher(nn::Module& teacher, const RunConfig& config) {
     std::erase_if(report.unexpected, [](const std::string& key) { return key.ends_with("_amax"); });
     if (!report.missing.empty())
         throw ConfigError(config.source + ": 'distillation.teacher' " + path +
-                                 " is not a model of this task: " + report.summary());
+                          " is not a model of this task: " + report.summary());
     if (!report.unexpected.empty()) std::cerr << path << " (distillation.teacher): " << report.summary();
     teacher.eval();
     teacher.move_to(run_device(config.training));  // beside the student

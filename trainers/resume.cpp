@@ -28,6 +28,7 @@ RunConfig comparable(RunConfig c) {
     t.logging_strategy = defaults.logging_strategy;
     t.logging_first_step = defaults.logging_first_step;
     t.eval_delay = defaults.eval_delay;
+    t.eval_on_start = defaults.eval_on_start;
     t.disable_tqdm = defaults.disable_tqdm;
     t.eval_steps = defaults.eval_steps;
     t.save_steps = defaults.save_steps;

@@ -248,6 +248,7 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     read_strategy(training, "evaluation_strategy", "eval_strategy", t.evaluation_strategy);
     read_strategy(training, "save_strategy", nullptr, t.save_strategy);
     training.read("eval_delay", t.eval_delay);
+    training.read("eval_on_start", t.eval_on_start);
     training.read("save_total_limit", t.save_total_limit);
     training.read("load_best_model_at_end", t.load_best_model_at_end);
     training.read("metric_for_best_model", t.metric_for_best_model);
@@ -260,6 +261,9 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("use_cpu", t.use_cpu);
     t.report_to = parse_report_to(training);
     training.read("logging_dir", t.logging_dir);
+    if (training.has("fp16"))
+        training.fail("fp16", "is not read: FP16 with loss scaling is not implemented here; bf16 (true) runs every "
+                              "matrix product with bf16 operands and FP32 accumulation, and needs no loss scaling");
     training.finish();
     check_training_settings(training, t);
     return t;

@@ -21,7 +21,7 @@
 //               lr_scheduler_type, lr_scheduler_kwargs (optim/schedule.h), warmup_steps,
 //               warmup_ratio, logging_steps, logging_strategy, logging_first_step, eval_steps,
 //               save_steps, evaluation_strategy (or eval_strategy) and save_strategy
-//               (trainers/interval_strategy.h), eval_delay, save_total_limit,
+//               (trainers/interval_strategy.h), eval_delay, eval_on_start, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
 //               group_by_length, disable_tqdm, bf16 (matrix products in bf16, see trainers/run_precision.h),
 //               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h),
@@ -173,6 +173,7 @@ struct TrainingSettings {
     // HF's eval_delay: no evaluation falls due before this many epochs under evaluation "epoch",
     // steps otherwise; the last step's evaluation is never delayed.
     double eval_delay = 0;
+    bool eval_on_start = false;  // HF's: an evaluation before the first step (trainers/trainer.h)
     // Hugging Face's save_total_limit: the newest checkpoints kept (the best one too with
     // load_best_model_at_end, and the newest always while training, which resumes from it);
     // when set, a finished run keeps that many beside model.h5 (0: none). Unset: 2 while

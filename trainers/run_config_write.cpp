@@ -75,6 +75,7 @@ nlohmann::json training_settings_to_json(const TrainingSettings& t) {
         {"warmup_steps", t.warmup_steps}, {"warmup_ratio", t.warmup_ratio},
         {"logging_steps", step_count_json(t.logging_steps)}, {"logging_first_step", t.logging_first_step},
         {"eval_steps", step_count_json(t.eval_steps)}, {"eval_delay", t.eval_delay},
+        {"eval_on_start", t.eval_on_start},
         {"save_steps", step_count_json(t.save_steps)},
         {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
         {"load_best_model_at_end", t.load_best_model_at_end},

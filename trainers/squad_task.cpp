@@ -118,8 +118,8 @@ public:
         const bool split = d.squad_eval_fraction > 0, validation = d.validation_fraction > 0;
         if (split && !d.eval_files.empty())
             throw ConfigError(config.source +
-                                     ": data.squad_eval_fraction > 0 takes the evaluation set from "
-                                     "data.train_files; data.eval_files must then be empty");
+                              ": data.squad_eval_fraction > 0 takes the evaluation set from "
+                              "data.train_files; data.eval_files must then be empty");
         const bool read_train = data.train || (data.eval && (split || validation));
         if (read_train && d.train_files.empty()) throw ConfigError(config.source + ": data.train_files is empty");
         if (data.eval && !split && d.eval_files.empty())
@@ -141,8 +141,8 @@ public:
                 SquadSplit parts = split_squad_by_article(training, d.validation_fraction, d.validation_seed);
                 if (parts.train.empty() || parts.eval.empty())
                     throw ConfigError(config.source + ": data.validation_fraction " +
-                                             std::to_string(d.validation_fraction) + " leaves no article for " +
-                                             (parts.eval.empty() ? "validation" : "training"));
+                                      std::to_string(d.validation_fraction) + " leaves no article for " +
+                                      (parts.eval.empty() ? "validation" : "training"));
                 training = std::move(parts.train);
                 if (data.eval) hold_validation(config, std::move(parts.eval), files);
             }

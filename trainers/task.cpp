@@ -44,8 +44,8 @@ nn::BertConfig task_model_config(const RunConfig& config) {
     nn::BertConfig c = config.model.config ? *config.model.config : model_file_config(config.model.init);
     if (config.data.max_seq_length > c.max_position_embeddings)
         throw ConfigError(config.source + ": data.max_seq_length " + std::to_string(config.data.max_seq_length) +
-                                 " is over the model's max_position_embeddings " +
-                                 std::to_string(c.max_position_embeddings));
+                          " is over the model's max_position_embeddings " +
+                          std::to_string(c.max_position_embeddings));
     return c;
 }
 
@@ -60,8 +60,8 @@ Tokenizer task_tokenizer(const RunConfig& config, const nn::BertConfig& model) {
     Tokenizer tokenizer = load_tokenizer(config.data.vocab, config.data.do_lower_case.value_or(true));
     if (vocab_size(tokenizer) > model.vocab_size)
         throw ConfigError(config.source + ": data.vocab " + config.data.vocab + " has " +
-                                 std::to_string(vocab_size(tokenizer)) + " tokens, over the model's vocab_size " +
-                                 std::to_string(model.vocab_size));
+                          std::to_string(vocab_size(tokenizer)) + " tokens, over the model's vocab_size " +
+                          std::to_string(model.vocab_size));
     return tokenizer;
 }
 

@@ -173,8 +173,8 @@ Metrics scored_metrics(Run& r) {
     return evaluate_on_ranks(r.task, r.t.per_device_eval_batch_size);
 }
 
-// Logs the task's metrics; returns true when they are the best so far.
-bool evaluate(Run& r, RunLog& log) {
+// Scores the model and logs the task's metrics, named eval_..., at the current step.
+void log_evaluation(Run& r, RunLog& log) {
     r.last_metrics = scored_metrics(r);
     r.last_evaluated = r.state.step;
     nlohmann::json record = {{"step", r.state.step}, {"epoch", r.epoch()}};
@@ -182,10 +182,15 @@ bool evaluate(Run& r, RunLog& log) {
     const nlohmann::json metrics = metrics_to_json(r.last_metrics);
     for (const auto& [key, value] : metrics.items()) record[key.starts_with("eval_") ? key : "eval_" + key] = value;
     log.write(record);
+}
+
+// log_evaluation; returns true when the metrics are the best so far.
+bool evaluate(Run& r, RunLog& log) {
+    log_evaluation(r, log);
     const std::optional<double> found = r.last_metrics.find(r.metric);
     if (!found)
         throw ConfigError(r.config.source + ": training.metric_for_best_model '" + r.metric +
-                                 "' is not a metric of this task: " + metrics.dump());
+                          "' is not a metric of this task: " + metrics_to_json(r.last_metrics).dump());
     const double value = *found;
     if (r.state.best_metric && !is_improvement(r.t, r.metric, value, *r.state.best_metric)) return false;
     r.state.best_metric = value;
@@ -326,6 +331,9 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         interval_of(t.evaluation_strategy, steps_of(t.eval_steps, total_steps), steps_of(t.logging_steps, total_steps));
     const Interval saves = interval_of(t.save_strategy, steps_of(t.save_steps, total_steps), 0);
     r.start = now_seconds() - r.state.seconds;
+    // HF's eval_on_start: the model as it starts, logged at step 0 and never the best (no
+    // checkpoint holds it); a resumed run has logged it already.
+    if (t.eval_on_start && r.state.step == 0) log_evaluation(r, log);
     while (r.state.step < total_steps) {
         if (stop_asked(r)) {
             stop_requested = 0;  // honoured: a later train() in this process starts afresh

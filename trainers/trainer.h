@@ -1,9 +1,10 @@
 // The training loop, as Hugging Face's Trainer runs it: per step forward, loss and backward of
 // gradient_accumulation_steps micro-batches (each loss divided by their number), clip by global
-// norm, AdamW at the schedule's rate; logs every logging_steps; evaluation with the task's
-// metrics and checkpoints as evaluation_strategy and save_strategy say (every eval_steps and
-// save_steps, or at each epoch's end: trainers/interval_strategy.h), keeping the last
-// save_total_limit and the best one.
+// norm, AdamW at the schedule's rate; logs as logging_strategy says (every logging_steps
+// unless set); evaluation with the task's metrics and checkpoints as evaluation_strategy and
+// save_strategy say (every eval_steps and save_steps, or at each epoch's end:
+// trainers/interval_strategy.h; eval_delay, eval_on_start), keeping the last save_total_limit
+// and the best one.
 //
 // Everything the rest of the run depends on is in the checkpoint: weights, AdamW moments, the
 // step (the schedule is a function of it), the dropout and data RNG states, the data loader's
