@@ -276,6 +276,14 @@ void start_gradient_reducer(Run& r) {
     r.reducer.emplace(std::move(params), (int64_t)(r.t.ddp_bucket_cap_mb * 1024 * 1024));
 }
 
+// The output directory as a run (re)starts in it: without the files a run killed mid-write left,
+// and with this run's config.json.
+void start_output_dir(const Run& r) {
+    for (const auto& entry : fs::directory_iterator(r.out_dir))
+        if (entry.path().extension() == ".tmp") fs::remove(entry.path());
+    write_json_file(r.out_dir + "/config.json", run_config_to_json(r.resolved));
+}
+
 // An evaluation the interval makes due, once HF's eval_delay has passed: in epochs under
 // "epoch", in steps otherwise.
 bool evaluation_due(const Run& r, const Interval& evaluations, bool epoch_done) {
@@ -314,13 +322,8 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     seed_rank_streams(r);
     resume_or_start(r, options.resume);
     start_quantized(config, model, r.state.step);
-    const bool root = r.world.is_root();
-    if (root) {
-        for (const auto& entry : fs::directory_iterator(r.out_dir))  // left by a run killed mid-write
-            if (entry.path().extension() == ".tmp") fs::remove(entry.path());
-        write_json_file(r.out_dir + "/config.json", run_config_to_json(r.resolved));
-    }
-    RunLog log(root ? r.out_dir + "/metrics.jsonl" : "", r.state.step, total_steps, events_dir(t));
+    if (r.world.is_root()) start_output_dir(r);
+    RunLog log(r.world.is_root() ? r.out_dir + "/metrics.jsonl" : "", r.state.step, total_steps, events_dir(t));
     if (r.state.step > 0)
         log.note("resuming " + r.out_dir + " at step " + std::to_string(r.state.step) + " of " + std::to_string(total_steps));
     if (r.world.size > 1)
