@@ -1,10 +1,12 @@
 #include "optim/schedule.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +34,15 @@ double min_lr_rate(const ScheduleOptions& o) {
     return o.kwargs.min_lr_rate ? *o.kwargs.min_lr_rate : *o.kwargs.min_lr / o.base_lr;
 }
 
+// Each kwarg by name, in the order they are written.
+std::array<std::pair<const char*, const std::optional<double>*>, 5> kwarg_fields(const ScheduleKwargs& k) {
+    return {{{"num_cycles", &k.num_cycles},
+             {"lr_end", &k.lr_end},
+             {"power", &k.power},
+             {"min_lr", &k.min_lr},
+             {"min_lr_rate", &k.min_lr_rate}}};
+}
+
 // The kwargs each schedule's get_*_schedule_with_warmup takes.
 std::vector<const char*> kwargs_taken(ScheduleName name) {
     switch (name) {
@@ -46,11 +57,11 @@ std::vector<const char*> kwargs_taken(ScheduleName name) {
 void check_kwargs(const ScheduleOptions& o) {
     const ScheduleKwargs& k = o.kwargs;
     const std::vector<const char*> taken = kwargs_taken(o.name);
-    const nlohmann::json given = schedule_kwargs_to_json(k);
-    for (const auto& [key, value] : given.items()) {
-        if (std::none_of(taken.begin(), taken.end(), [&](const char* t) { return key == t; }))
+    for (const auto& [key, value] : kwarg_fields(k)) {
+        if (!*value) continue;
+        if (std::none_of(taken.begin(), taken.end(), [&](const char* t) { return std::string_view(key) == t; }))
             fail(std::string("'") + schedule_name(o.name) + "' takes no kwarg '" + key + "'");
-        if (!std::isfinite(value.get<double>())) fail("kwarg '" + key + "' must be finite, got " + value.dump());
+        if (!std::isfinite(**value)) fail(std::string("kwarg '") + key + "' must be finite, got " + number(**value));
     }
     if (k.num_cycles && !(*k.num_cycles > 0)) fail("num_cycles must be positive, got " + number(*k.num_cycles));
     if (k.power && !(*k.power > 0)) fail("power must be positive, got " + number(*k.power));
@@ -149,11 +160,8 @@ ScheduleKwargs schedule_kwargs_from_json(const nlohmann::json& j, const std::str
 
 nlohmann::json schedule_kwargs_to_json(const ScheduleKwargs& k) {
     nlohmann::json j = nlohmann::json::object();
-    const std::pair<const char*, const std::optional<double>&> fields[] = {
-        {"num_cycles", k.num_cycles}, {"lr_end", k.lr_end}, {"power", k.power},
-        {"min_lr", k.min_lr}, {"min_lr_rate", k.min_lr_rate}};
-    for (const auto& [key, value] : fields)
-        if (value) j[key] = *value;
+    for (const auto& [key, value] : kwarg_fields(k))
+        if (*value) j[key] = **value;
     return j;
 }
 
