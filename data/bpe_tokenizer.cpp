@@ -82,7 +82,7 @@ void read_merges(BpeTokenizer& t, const std::unordered_map<std::string, int32_t>
     }
 }
 
-struct SpecialMatch {
+struct BpeSpecialMatch {
     size_t stretch_end;         // where the text before it ends: less the whitespace an lstrip token takes
     size_t begin, end;          // the token's own bytes; the text's size when none is left
     const SpecialToken* token;  // null when none is left
@@ -97,7 +97,7 @@ size_t trailing_whitespace(std::string_view text, size_t from, size_t at) {
 }
 
 // The leftmost special token at or after `from`, the longest one where two start together.
-SpecialMatch find_special(const BpeTokenizer& t, std::string_view text, size_t from) {
+BpeSpecialMatch find_special(const BpeTokenizer& t, std::string_view text, size_t from) {
     std::string first_bytes;  // "<" for RoBERTa's
     for (const SpecialToken& special : t.special_tokens)
         if (first_bytes.find(special.text[0]) == std::string::npos) first_bytes += special.text[0];
@@ -222,12 +222,6 @@ void tokenize_stretch(const BpeTokenizer& t, std::string_view text, TextPosition
     }
 }
 
-uint32_t code_points(std::string_view utf8) {
-    uint32_t count = 0;
-    for (char c : utf8) count += ((unsigned char)c & 0xC0) != 0x80;
-    return count;
-}
-
 }  // namespace
 
 BpeTokenizer load_bpe_tokenizer(const std::string& vocab_json, const std::string& merges_txt) {
@@ -270,7 +264,7 @@ void tokenize(const BpeTokenizer& tokenizer, std::string_view text, BpeScratch& 
     }
     TextPosition at;  // where the current stretch starts
     while (true) {
-        const SpecialMatch special = find_special(tokenizer, text, at.byte);
+        const BpeSpecialMatch special = find_special(tokenizer, text, at.byte);
         const std::string_view stretch = text.substr(at.byte, special.stretch_end - at.byte);
         tokenize_stretch(tokenizer, stretch, at, scratch, out);
         if (!special.token) return;

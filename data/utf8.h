@@ -43,6 +43,13 @@ inline char32_t decode_utf8(std::string_view text, size_t& pos) {
     return c;
 }
 
+// The code points of valid UTF-8: its bytes that are not continuation bytes.
+inline uint32_t code_points(std::string_view utf8) {
+    uint32_t count = 0;
+    for (char c : utf8) count += ((unsigned char)c & 0xC0) != 0x80;
+    return count;
+}
+
 inline void append_utf8(std::string& out, char32_t c) {
     if (c < 0x80) {
         out.push_back((char)c);

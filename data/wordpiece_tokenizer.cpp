@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "data/utf8.h"
+
 namespace qdq {
 namespace {
 
@@ -59,13 +61,13 @@ void wordpiece(const WordPieceTokenizer& tokenizer, const NormalizedText& text, 
     }
 }
 
-struct SpecialMatch {
+struct WordPieceSpecialMatch {
     size_t begin;                 // where it starts; the text's size when none is left
     const SpecialToken* token;    // null when none is left
 };
 
 // The leftmost special token at or after `from`, the longest one where two start together.
-SpecialMatch find_special(const WordPieceTokenizer& tokenizer, std::string_view text, size_t from) {
+WordPieceSpecialMatch find_special(const WordPieceTokenizer& tokenizer, std::string_view text, size_t from) {
     for (size_t at = text.find('[', from); at != std::string_view::npos; at = text.find('[', at + 1)) {
         const SpecialToken* best = nullptr;
         for (const SpecialToken& special : tokenizer.special_tokens)
@@ -74,12 +76,6 @@ SpecialMatch find_special(const WordPieceTokenizer& tokenizer, std::string_view 
         if (best) return {at, best};
     }
     return {text.size(), nullptr};
-}
-
-uint32_t code_points(std::string_view utf8) {
-    uint32_t count = 0;
-    for (char c : utf8) count += ((unsigned char)c & 0xC0) != 0x80;
-    return count;
 }
 
 }  // namespace
@@ -109,7 +105,7 @@ void tokenize(const WordPieceTokenizer& tokenizer, std::string_view text, Normal
     SourceSpan at;  // the start of the current stretch, in bytes and code points
     size_t begin = 0;
     while (true) {
-        const SpecialMatch special = find_special(tokenizer, text, begin);
+        const WordPieceSpecialMatch special = find_special(tokenizer, text, begin);
         const std::string_view stretch = text.substr(begin, special.begin - begin);
         normalize_and_split(stretch, tokenizer.uncased, scratch);
         const size_t first_piece = out.ids.size();
