@@ -349,13 +349,13 @@ TEST(Schedule, DefaultsRoundTripAndMissingTotalSteps) {
     // HF TrainingArguments: linear, 5e-5, no warmup.
     EXPECT_EQ(defaults.name, ScheduleName::Linear);
     EXPECT_EQ(defaults.base_lr, 5e-5);
-    ScheduleOptions cosine{ScheduleName::Cosine, 4e-5, 0, 0.1, 1000};
+    ScheduleOptions cosine{ScheduleName::Cosine, 4e-5, 0, 0.1, 1000, {}};
     ScheduleOptions back = json(cosine).get<ScheduleOptions>();
     EXPECT_EQ(json(back), json(cosine));
     EXPECT_EQ(warmup_steps(back), 100);
     expect_error([&] { learning_rate(defaults, 0); }, "'linear' needs total_steps");
-    expect_error([&] { learning_rate({ScheduleName::Constant, 1e-3, 0, 0.1, 0}, 0); }, "no warmup");
-    expect_error([&] { learning_rate({ScheduleName::ConstantWithWarmup, 1e-3, 0, 0.1, 0}, 0); },
+    expect_error([&] { learning_rate({ScheduleName::Constant, 1e-3, 0, 0.1, 0, {}}, 0); }, "no warmup");
+    expect_error([&] { learning_rate({ScheduleName::ConstantWithWarmup, 1e-3, 0, 0.1, 0, {}}, 0); },
                  "warmup_ratio needs total_steps");
-    EXPECT_EQ(learning_rate({ScheduleName::ConstantWithWarmup, 1e-3, 4, 0, 0}, 2), 5e-4);
+    EXPECT_EQ(learning_rate({ScheduleName::ConstantWithWarmup, 1e-3, 4, 0, 0, {}}, 2), 5e-4);
 }
