@@ -86,10 +86,14 @@ void BatchLoader::seek(const LoaderPosition& position) {
     position_ = position;
 }
 
+bool BatchLoader::epoch_is_over() const {
+    const int64_t remaining = count_ - position_.index;
+    return remaining <= 0 || (options_.drop_last && remaining < options_.batch_size);
+}
+
 bool BatchLoader::next(std::vector<int64_t>& batch) {
     batch.clear();
-    const int64_t remaining = count_ - position_.index;
-    if (remaining <= 0 || (options_.drop_last && remaining < options_.batch_size)) {
+    if (epoch_is_over()) {
         position_ = {position_.epoch + 1, 0};
         return false;
     }
@@ -97,7 +101,7 @@ bool BatchLoader::next(std::vector<int64_t>& batch) {
         order_ = epoch_order(count_, lengths_, options_, position_.epoch);
         order_epoch_ = position_.epoch;
     }
-    const int64_t take = std::min(remaining, options_.batch_size);
+    const int64_t take = std::min(count_ - position_.index, options_.batch_size);
     batch.assign(order_.begin() + position_.index, order_.begin() + position_.index + take);
     position_.index += take;
     return true;

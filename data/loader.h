@@ -59,6 +59,9 @@ public:
     // The next batch of the current epoch; false when the epoch is over, after which the loader
     // stands at the start of the next one. A loop: while (loader.next(batch)) { ... }.
     bool next(std::vector<int64_t>& batch);
+    // True when the current epoch has no batch left (with drop_last, a short one counts as none):
+    // the next call of next() returns false.
+    bool epoch_is_over() const;
 
     LoaderPosition position() const { return position_; }
     // Resumes where position() stood (a checkpoint's copy). Throws std::invalid_argument for a

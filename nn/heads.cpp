@@ -21,11 +21,15 @@ Tensor BertForSequenceClassification::forward(const BertInputs& in) {
     return classifier.forward(dropout.forward(pooled, dropout_rng));
 }
 
-Tensor BertForSequenceClassification::loss(const Tensor& logits, const Tensor& labels, float label_smoothing) {
+Tensor smoothed_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing) {
     const Tensor nll = cross_entropy(logits, labels);
     if (label_smoothing == 0.0f) return nll;
     const Tensor smooth = mul_scalar(mean_all(log_softmax(logits)), -1.0f);
     return add(mul_scalar(nll, 1.0f - label_smoothing), mul_scalar(smooth, label_smoothing));
+}
+
+Tensor BertForSequenceClassification::loss(const Tensor& logits, const Tensor& labels, float label_smoothing) {
+    return smoothed_cross_entropy(logits, labels, label_smoothing);
 }
 
 BertForQuestionAnswering::BertForQuestionAnswering(const BertConfig& c, Rng& init_rng)
@@ -73,26 +77,43 @@ Tensor BertForMaskedLM::forward(const BertInputs& in) {
     return linear(h, bert.embeddings.word_embeddings.weight, decoder_bias);
 }
 
-MaskedLMLogits BertForMaskedLM::forward_masked(const BertInputs& in, const Tensor& labels) {
-    check(labels.defined() && labels.dtype() == DType::I32 && labels.shape() == in.input_ids.shape(),
-          "BertForMaskedLM::forward_masked: labels must be int32 of input_ids' shape");
-    std::vector<int32_t> rows, kept;
+namespace {
+
+// The positions (row-major) whose int32 label is not -100, as an index tensor [M], and their
+// labels [M].
+struct LabelledPositions {
+    Tensor positions, labels;
+};
+
+LabelledPositions labelled_positions(const Tensor& labels) {
+    std::vector<int32_t> positions, kept;
     const int32_t* l = labels.i32();
     for (int64_t i = 0; i < labels.numel(); ++i) {
         if (l[i] == -100) continue;
-        rows.push_back((int32_t)i);
+        positions.push_back((int32_t)i);
         kept.push_back(l[i]);
     }
-    Tensor hidden = bert.forward(in, dropout_rng);  // [B, T, C]
-    // embedding() is a row gather whose backward scatter-adds, here into the encoder's output.
-    Tensor picked = embedding(reshape(hidden, {-1, hidden.size(-1)}), from_ints({(int64_t)rows.size()}, rows));  // [M, C]
-    Tensor h = transform_norm.forward(gelu(transform.forward(picked)));
-    return {linear(h, bert.embeddings.word_embeddings.weight, decoder_bias), from_ints({(int64_t)kept.size()}, kept)};
+    return {from_ints({(int64_t)positions.size()}, positions), from_ints({(int64_t)kept.size()}, kept)};
 }
 
-Tensor BertForMaskedLM::loss(const Tensor& logits, const Tensor& labels) {
-    int64_t V = logits.size(-1);
-    return cross_entropy(reshape(logits, {-1, V}), reshape(labels, {-1}));
+}  // namespace
+
+MaskedLMLogits BertForMaskedLM::forward_masked(const BertInputs& in, const Tensor& labels) {
+    check(labels.defined() && labels.dtype() == DType::I32 && labels.shape() == in.input_ids.shape(),
+          "BertForMaskedLM::forward_masked: labels must be int32 of input_ids' shape");
+    const LabelledPositions labelled = labelled_positions(labels);
+    Tensor hidden = bert.forward(in, dropout_rng);  // [B, T, C]
+    // embedding() is a row gather whose backward scatter-adds, here into the encoder's output.
+    Tensor picked = embedding(reshape(hidden, {-1, hidden.size(-1)}), labelled.positions);  // [M, C]
+    Tensor h = transform_norm.forward(gelu(transform.forward(picked)));
+    return {linear(h, bert.embeddings.word_embeddings.weight, decoder_bias), labelled.labels};
+}
+
+Tensor BertForMaskedLM::loss(const Tensor& logits, const Tensor& labels, float label_smoothing) {
+    const Tensor rows = reshape(logits, {-1, logits.size(-1)});
+    if (label_smoothing == 0.0f) return cross_entropy(rows, reshape(labels, {-1}));
+    const LabelledPositions labelled = labelled_positions(labels);
+    return smoothed_cross_entropy(embedding(rows, labelled.positions), labelled.labels, label_smoothing);
 }
 
 }  // namespace qdq::nn

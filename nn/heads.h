@@ -9,13 +9,16 @@
 
 namespace qdq::nn {
 
+// Mean cross-entropy of logits [N, K] against int32 labels [N]; with label_smoothing ε, Hugging
+// Face's LabelSmoother (torch's cross_entropy label_smoothing alike): (1 − ε)·that + ε·the mean
+// over the rows and the classes of −log p.
+Tensor smoothed_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing);
+
 class BertForSequenceClassification : public Module {
 public:
     BertForSequenceClassification(const BertConfig& c, Rng& init_rng);
     Tensor forward(const BertInputs& in);  // logits [B, num_labels]
-    // Mean cross-entropy against int32 labels [B]; with label_smoothing ε, HF's LabelSmoother
-    // (torch's cross_entropy label_smoothing alike): (1 − ε)·that + ε·the mean over the batch and
-    // the classes of −log p.
+    // smoothed_cross_entropy against int32 labels [B].
     static Tensor loss(const Tensor& logits, const Tensor& labels, float label_smoothing = 0.0f);
 
     BertModel bert;
@@ -56,8 +59,10 @@ public:
     // vocabulary) shrink to the ~15% of positions the loss looks at; loss() of the result equals
     // loss(forward(in), labels).
     MaskedLMLogits forward_masked(const BertInputs& in, const Tensor& labels);
-    // Mean cross-entropy over positions whose int32 label [B, T] (or [M]) is not -100.
-    static Tensor loss(const Tensor& logits, const Tensor& labels);
+    // Mean cross-entropy over positions whose int32 label [B, T] (or [M]) is not -100; with
+    // label_smoothing ε, smoothed_cross_entropy over those positions, as HF's LabelSmoother
+    // leaves out the positions labelled -100.
+    static Tensor loss(const Tensor& logits, const Tensor& labels, float label_smoothing = 0.0f);
 
     BertModel bert;
     Linear transform;          // cls.predictions.transform.dense, then GELU

@@ -110,6 +110,23 @@ TEST(BatchLoader, DropLastDropsOnlyTheShortBatch) {
     EXPECT_EQ(run_epochs(exact, 1).batches.size(), 2u);
 }
 
+// The trainer ends an epoch (logs, evaluates, saves under "epoch") when its loader has no batch
+// left: after the last full batch with drop_last, after the short one without.
+TEST(BatchLoader, EpochIsOverAfterItsLastBatch) {
+    for (const bool drop_last : {false, true}) {
+        BatchLoader loader(25, {.batch_size = 10, .seed = 5, .drop_last = drop_last});
+        std::vector<int64_t> batch;
+        std::vector<bool> over;
+        for (int i = 0; i < 5; ++i) {
+            while (!loader.next(batch)) {}
+            over.push_back(loader.epoch_is_over());
+        }
+        const std::vector<bool> expected =
+            drop_last ? std::vector<bool>{false, true, false, true, false} : std::vector<bool>{false, false, true, false, false};
+        EXPECT_EQ(over, expected) << "drop_last " << drop_last;
+    }
+}
+
 double mean_batch_variance(const Batches& batches, const std::vector<int32_t>& lengths) {
     double total = 0;
     for (const auto& batch : batches) {

@@ -350,6 +350,24 @@ TEST(MlmTask, EvaluationMasksAreFixedAndTrainingMasksFollowTheDataRng) {
     expect_error([&] { task->predict(config.data.eval_files[0], 8); }, {"run.json", "mlm has no predictions"});
 }
 
+// training.label_smoothing_factor reaches the masked LM's training and evaluation losses (HF's
+// Trainer smooths both); the smoothed loss itself is checked in test_label_smoothing.
+TEST(MlmTask, LabelSmoothingSmoothsTheTrainingAndEvaluationLosses) {
+    TempDir dir;
+    RunConfig config = tiny_mlm_config(dir);
+    const auto losses = [&](double epsilon) {
+        config.training.label_smoothing_factor = epsilon;
+        std::unique_ptr<Task> task = make_mlm_task(config, {});
+        Rng rng(1);
+        NoGradGuard no_grad;
+        return std::pair{task->train_loss({3, 0, 2}, rng).item(), task->evaluate(8).scores.at("eval_loss")};
+    };
+    const auto [train_plain, eval_plain] = losses(0);
+    const auto [train_smoothed, eval_smoothed] = losses(0.3);
+    EXPECT_NE(train_smoothed, train_plain);
+    EXPECT_NE(eval_smoothed, eval_plain);
+}
+
 TEST(MlmTask, DataErrorsNameTheConfigKeyAndFile) {
     TempDir dir;
     RunConfig config = tiny_mlm_config(dir);

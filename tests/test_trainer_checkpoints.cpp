@@ -1,7 +1,8 @@
 // What a run keeps and reads back in its output directory: an unreadable newest checkpoint is
 // set aside and the run resumes from the one before it, ending bit-identical to a run never
 // interrupted; a finished run run again adds nothing; training.save_total_limit says how many
-// checkpoints a finished run keeps beside model.h5, and never removes the newest or the best.
+// checkpoints a finished run keeps beside model.h5, and never removes the newest or the best;
+// HF's dataloader_drop_last and save_only_model.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -307,4 +308,62 @@ TEST(Trainer, DataSeedDrawsTheExampleOrder) {
     const std::vector<double> unset = losses("unset", nullptr);
     EXPECT_EQ(losses("same", 7), unset);  // tiny_config's seed
     EXPECT_NE(losses("other", 8), unset);
+}
+
+// HF's dataloader_drop_last: 64 examples in batches of 10 are 7 steps an epoch, 6 without the
+// short one; logged at each epoch's end over two epochs.
+TEST(Trainer, DataloaderDropLastDropsEachEpochsShortBatch) {
+    TempDir dir;
+    write_task_files(dir);
+    const auto epoch_ends = [&](const std::string& out, bool drop_last) {
+        nlohmann::json raw = tiny_config(dir, out);
+        raw["training"].erase("max_steps");
+        raw["training"]["num_train_epochs"] = 2;
+        raw["training"]["per_device_train_batch_size"] = 10;
+        raw["training"]["logging_strategy"] = "epoch";
+        raw["training"]["dataloader_drop_last"] = drop_last;
+        EXPECT_EQ(train_config(raw).status, TrainStatus::finished) << out;
+        std::vector<std::pair<int64_t, double>> ends;
+        for (const nlohmann::json& r : metrics_records(dir.path() / out))
+            if (r.contains("loss")) ends.emplace_back(r["step"].get<int64_t>(), r["epoch"].get<double>());
+        return ends;
+    };
+    using Ends = std::vector<std::pair<int64_t, double>>;
+    EXPECT_EQ(epoch_ends("kept", false), (Ends{{7, 1.0}, {14, 2.0}}));
+    EXPECT_EQ(epoch_ends("dropped", true), (Ends{{6, 1.0}, {12, 2.0}}));
+}
+
+// HF's save_only_model: checkpoints without the optimizer's moments, a third of the size; the
+// training is the same to the bit, and a run stopped under it refuses to resume rather than
+// continue with fresh moments.
+TEST(Trainer, SaveOnlyModelCheckpointsHoldTheModelAndDoNotResume) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = finished_run(dir, "full");
+    raw["training"]["output_dir"] = (dir.path() / "model_only").string();
+    raw["training"]["save_only_model"] = true;
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    const fs::path full = dir.path() / "full" / "checkpoint-8.h5", model_only = dir.path() / "model_only" / "checkpoint-8.h5";
+    EXPECT_FALSE(load_checkpoint(full.string()).optimizer.empty());
+    EXPECT_TRUE(load_checkpoint(model_only.string()).optimizer.empty());
+    EXPECT_LT(fs::file_size(model_only), fs::file_size(full) / 2);
+    expect_same_weights(dir.path() / "full" / "model.h5", dir.path() / "model_only" / "model.h5");
+
+    raw["training"]["output_dir"] = (dir.path() / "stopped").string();
+    ASSERT_EQ(train_config(raw, 7).status, TrainStatus::interrupted);
+    try {
+        train_config(raw);
+        ADD_FAILURE() << "resumed from a checkpoint without the optimizer's state";
+    } catch (const std::runtime_error& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("checkpoint-7.h5"), std::string::npos) << message;
+        EXPECT_NE(message.find("save_only_model"), std::string::npos) << message;
+    }
+    // Saving only the model is no change of the run: a full checkpoint resumes under it.
+    raw["training"]["output_dir"] = (dir.path() / "full_then_model_only").string();
+    raw["training"]["save_only_model"] = false;
+    ASSERT_EQ(train_config(raw, 7).status, TrainStatus::interrupted);
+    raw["training"]["save_only_model"] = true;
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    expect_same_weights(dir.path() / "full" / "model.h5", dir.path() / "full_then_model_only" / "model.h5");
 }

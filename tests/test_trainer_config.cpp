@@ -94,10 +94,12 @@ TEST(RunConfig, ErrorsNameTheKey) {
     nlohmann::json smoothed_squad = squad;
     smoothed_squad["data"]["doc_stride"] = 1;
     smoothed_squad["training"]["label_smoothing_factor"] = 0.1;
-    EXPECT_NE(error_of(smoothed_squad).find("'training.label_smoothing_factor' smooths a classifier's loss; data.task squad"),
+    EXPECT_NE(error_of(smoothed_squad).find("'training.label_smoothing_factor' smooths a loss over labels; data.task squad"),
               std::string::npos)
         << error_of(smoothed_squad);
     EXPECT_NE(with("training", "fp16", true).find("'training.fp16' is not read: FP16 with loss scaling"), std::string::npos);
+    EXPECT_NE(with("training", "overwrite_output_dir", true).find("'training.overwrite_output_dir' is not read: a run continues"),
+              std::string::npos);
     EXPECT_NE(with("training", "eval_delay", -1).find("'training.eval_delay' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "data_seed", -1).find("'training.data_seed' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycle", 2}}).find("'training.lr_scheduler_kwargs.num_cycle'"),

@@ -58,7 +58,7 @@ public:
         Tensor labels = empty(batch.input_ids.shape(), DType::I32);
         for (int64_t r = 0; r < (int64_t)indices.size(); ++r) mask_row(batch, labels, r, data_rng);
         nn::MaskedLMLogits out = model_.forward_masked(inputs_of(batch), labels);
-        return nn::BertForMaskedLM::loss(out.logits, out.labels);
+        return nn::BertForMaskedLM::loss(out.logits, out.labels, label_smoothing());
     }
 
     // Each evaluation set is masked from a fresh Rng(training.seed) drawn in eval_batches'
@@ -102,6 +102,10 @@ public:
     }
 
 private:
+    // HF's label_smoothing_factor over the masked positions, in training and evaluation alike (its
+    // LabelSmoother leaves out the positions labelled -100).
+    float label_smoothing() const { return (float)config_.training.label_smoothing_factor; }
+
     struct NamedSequences {
         std::string name;  // empty: the one unnamed set of eval_files
         PackedSequences sequences;
@@ -148,7 +152,7 @@ private:
             nn::MaskedLMLogits out = model_.forward_masked(inputs_of(batch), labels);
             const int64_t M = out.labels.numel(), V = out.logits.size(-1);
             if (M == 0) continue;
-            losses[b] = (double)nn::BertForMaskedLM::loss(out.logits, out.labels).item() * (double)M;
+            losses[b] = (double)nn::BertForMaskedLM::loss(out.logits, out.labels, label_smoothing()).item() * (double)M;
             const Tensor host_logits = out.logits.cpu();
             const float* logits = host_logits.f32();
             for (int64_t m = 0; m < M; ++m) {

@@ -30,7 +30,7 @@ StepResult optimizer_step(Task& task, BatchLoader& loader, Rng& data_rng, const 
     std::vector<int64_t> batch;
     for (int64_t i = 0; i < micro_batches; ++i) {
         while (!loader.next(batch)) {}  // an epoch's end: the loader moves to the next one
-        out.epoch_done = out.epoch_done || loader.position().index >= loader.size();
+        out.epoch_done = out.epoch_done || loader.epoch_is_over();
         out.examples.insert(out.examples.end(), batch.begin(), batch.end());
         const std::vector<int64_t> share = reducer ? rank_share(batch, w.rank, w.size) : batch;
         if (share.empty()) continue;  // more ranks than examples: this one adds zeros

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The run a config describes, without what may change between a run and its resumption: where
-// and how often it reports, the device, and where the data files sit (compared by file name, so
+// and how often it reports and saves, the device, and where the data files sit (compared by file name, so
 // a run moves between machines); model.init, which the checkpoint's weights replace; and the
 // pipeline's settings, what happens after this run. And the model's label names where they
 // change nothing: a classification model that names the data set's labels in the data set's
@@ -35,6 +35,7 @@ RunConfig comparable(RunConfig c) {
     t.evaluation_strategy = defaults.evaluation_strategy;
     t.save_strategy = defaults.save_strategy;
     t.save_total_limit = defaults.save_total_limit;
+    t.save_only_model = defaults.save_only_model;
     t.per_device_eval_batch_size = defaults.per_device_eval_batch_size;
     t.load_best_model_at_end = defaults.load_best_model_at_end;
     t.metric_for_best_model = defaults.metric_for_best_model;
@@ -73,6 +74,9 @@ const char* const kElsewhere =
 }  // namespace
 
 void check_resumable(const RunConfig& saved, const RunConfig& current, const std::string& checkpoint) {
+    if (saved.training.save_only_model)
+        throw std::runtime_error(checkpoint + ": was saved under training.save_only_model, without the optimizer's "
+                                 "state, so the run cannot resume from it. " + kElsewhere);
     const std::string where = first_difference(saved, current);
     if (where.empty()) return;
     throw std::runtime_error(checkpoint + ": was written by a run with a different config (" + where +

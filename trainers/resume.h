@@ -14,7 +14,9 @@ namespace qdq {
 
 // Throws, naming `checkpoint` and the first key that differs, unless the config a checkpoint
 // saved (`saved`) and this run's resolved config (`current`) describe the same run: they may
-// differ only in where and how often it reports, the device, and where the data files sit.
+// differ only in where and how often it reports and saves, the device, and where the data files
+// sit. Throws too when `saved` is a save_only_model run's: its checkpoints lack the optimizer's
+// moments, without which the run would not continue as it would have.
 void check_resumable(const RunConfig& saved, const RunConfig& current, const std::string& checkpoint);
 
 struct ReadableCheckpoint {

@@ -254,6 +254,8 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     training.read("metric_for_best_model", t.metric_for_best_model);
     read_optional_bool(training, section, "greater_is_better", t.greater_is_better);
     training.read("group_by_length", t.group_by_length);
+    training.read("dataloader_drop_last", t.dataloader_drop_last);
+    training.read("save_only_model", t.save_only_model);
     training.read("disable_tqdm", t.disable_tqdm);
     training.read("bf16", t.bf16);
     training.read("tf32", t.tf32);
@@ -264,6 +266,9 @@ TrainingSettings training_settings_from_json(const nlohmann::json& section, cons
     if (training.has("fp16"))
         training.fail("fp16", "is not read: FP16 with loss scaling is not implemented here; bf16 (true) runs every "
                               "matrix product with bf16 operands and FP32 accumulation, and needs no loss scaling");
+    if (training.has("overwrite_output_dir"))
+        training.fail("overwrite_output_dir", "is not read: a run continues from its output_dir's newest checkpoint "
+                                              "and leaves a finished run as it is; train's --no-resume starts over");
     training.finish();
     check_training_settings(training, t);
     return t;
@@ -370,10 +375,9 @@ RunConfig run_config_from_json(const nlohmann::json& json, const std::string& so
     c.data = data_settings_from_json(root.section("data"), source);
     c.training = training_settings_from_json(root.section("training"), source);
     resolve_best_model_metric(c);
-    if (c.training.label_smoothing_factor > 0 && c.data.task != TaskKind::classification)
-        throw std::runtime_error(c.source + ": 'training.label_smoothing_factor' smooths a classifier's loss; data.task " +
-                                 name_of_choice(c.data.task, kTaskKindNames) +
-                                 " has none (HF's Trainer smooths only a model given \"labels\", not SQuAD's positions)");
+    if (c.training.label_smoothing_factor > 0 && c.data.task == TaskKind::squad)
+        throw std::runtime_error(c.source + ": 'training.label_smoothing_factor' smooths a loss over labels; data.task "
+                                 "squad has none (HF's Trainer smooths only a model given \"labels\", not SQuAD's positions)");
     if (root.has("quantization")) c.quantization = quantization_config_from_json(root.section("quantization"), source);
     if (root.has("distillation")) {
         // Masked-LM logits cover the masked positions only, over the vocabulary: distilling them

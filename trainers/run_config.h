@@ -23,7 +23,8 @@
 //               save_steps, evaluation_strategy (or eval_strategy) and save_strategy
 //               (trainers/interval_strategy.h), eval_delay, eval_on_start, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
-//               group_by_length, disable_tqdm, bf16 (matrix products in bf16, see trainers/run_precision.h),
+//               group_by_length, dataloader_drop_last, save_only_model, disable_tqdm,
+//               bf16 (matrix products in bf16, see trainers/run_precision.h),
 //               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h),
 //               use_cpu (the CPU although a GPU is present, trainers/run_device.h),
 //               report_to ("none", "tensorboard" or "all", or a list: where the logs go besides
@@ -150,9 +151,9 @@ struct TrainingSettings {
     double weight_decay = 0;
     double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
     double max_grad_norm = 1.0;
-    // HF's label_smoothing_factor ε in [0, 1): a classifier's loss (nn/heads.h); HF's Trainer
-    // smooths only a model given "labels", so squad (start and end positions) refuses it, and
-    // mlm does not take it here.
+    // HF's label_smoothing_factor ε in [0, 1): a classifier's loss, or a masked LM's over its
+    // masked positions (nn/heads.h); HF's Trainer smooths only a model given "labels", so squad
+    // (start and end positions) refuses it.
     double label_smoothing_factor = 0;
     // HF's optim: "adamw_torch" (its default) or "adamw_torch_fused", the same update; others refused.
     std::string optim = "adamw_torch";
@@ -186,6 +187,14 @@ struct TrainingSettings {
     // Default as HF: false when the metric's name ends in "loss", else true.
     std::optional<bool> greater_is_better;
     bool group_by_length = false;
+    // HF's dataloader_drop_last: training drops each epoch's short last batch, so an epoch is
+    // floor(N / batch) batches. Evaluation still scores every example: HF's evaluation loader
+    // drops one too, and a metric over part of the set is not the task's.
+    bool dataloader_drop_last = false;
+    // HF's save_only_model: checkpoints hold the model and the trainer's state, not the
+    // optimizer's moments, about a third of their size; a run cannot resume from one
+    // (trainers/resume.h), load_best_model_at_end and --checkpoint read them as any other.
+    bool save_only_model = false;
     bool disable_tqdm = false;  // HF's: no progress bars, on a terminal too
     // Hugging Face's bf16: every matrix product (train, evaluate, calibrate) with bf16 operands
     // and FP32 accumulation, the rest in FP32 (autograd/matmul_precision.h).

@@ -80,7 +80,9 @@ nlohmann::json training_settings_to_json(const TrainingSettings& t) {
         {"save_total_limit", t.save_total_limit ? nlohmann::json(*t.save_total_limit) : nlohmann::json()},
         {"load_best_model_at_end", t.load_best_model_at_end},
         {"metric_for_best_model", t.metric_for_best_model},
-        {"group_by_length", t.group_by_length}, {"disable_tqdm", t.disable_tqdm}, {"bf16", t.bf16}, {"tf32", t.tf32}, {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
+        {"group_by_length", t.group_by_length}, {"dataloader_drop_last", t.dataloader_drop_last},
+        {"save_only_model", t.save_only_model}, {"disable_tqdm", t.disable_tqdm}, {"bf16", t.bf16}, {"tf32", t.tf32},
+        {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
         {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}};
     if (t.greater_is_better) j["greater_is_better"] = *t.greater_is_better;
     if (t.evaluation_strategy) j["evaluation_strategy"] = name_of_choice(*t.evaluation_strategy, kIntervalStrategyNames);

@@ -90,6 +90,7 @@ LoaderOptions loader_options(const TrainingSettings& t) {
     o.batch_size = (int64_t)t.per_device_train_batch_size * world().size;
     o.seed = t.data_seed ? (uint64_t)*t.data_seed : t.seed;
     o.group_by_length = t.group_by_length;
+    o.drop_last = t.dataloader_drop_last;
     o.batches_per_step = t.gradient_accumulation_steps;
     return o;
 }
@@ -160,7 +161,8 @@ void save(Run& r) {
     r.state.seconds = now_seconds() - r.start;
     r.last_saved = r.state.step;
     if (!r.world.is_root()) return;
-    save_checkpoint(r.out_dir + "/" + checkpoint_name(r.state.step), {r.model.state_dict(), r.optimizer.state, r.state, r.resolved});
+    const NamedTensors optimizer = r.t.save_only_model ? NamedTensors{} : r.optimizer.state;
+    save_checkpoint(r.out_dir + "/" + checkpoint_name(r.state.step), {r.model.state_dict(), optimizer, r.state, r.resolved});
     // The newest is kept whatever the limit, the run resumes from it; and so is the best, which
     // load_best_model_at_end loads at the end.
     const int64_t keep = std::max<int64_t>(1, r.t.save_total_limit.value_or(kSaveTotalLimitWhileTraining));
@@ -341,7 +343,10 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         if (stop_asked(r)) {
             stop_requested = 0;  // honoured: a later train() in this process starts afresh
             if (r.last_saved != r.state.step) save(r);
-            log.note("stopped at step " + std::to_string(r.state.step) + "; the checkpoint there resumes the run");
+            log.note("stopped at step " + std::to_string(r.state.step) +
+                     (t.save_only_model ? "; the checkpoint there holds the model only (training.save_only_model): "
+                                          "the run cannot resume from it"
+                                        : "; the checkpoint there resumes the run"));
             return {TrainStatus::interrupted, r.state.step, r.last_metrics, "interrupted"};
         }
         model.train();
