@@ -113,7 +113,9 @@ Tensor BertForMaskedLM::loss(const Tensor& logits, const Tensor& labels, float l
     const Tensor rows = reshape(logits, {-1, logits.size(-1)});
     if (label_smoothing == 0.0f) return cross_entropy(rows, reshape(labels, {-1}));
     const LabelledPositions labelled = labelled_positions(labels);
-    return smoothed_cross_entropy(embedding(rows, labelled.positions), labelled.labels, label_smoothing);
+    // forward_masked's logits are all labelled: nothing to gather.
+    const Tensor picked = labelled.positions.numel() == rows.size(0) ? rows : embedding(rows, labelled.positions);
+    return smoothed_cross_entropy(picked, labelled.labels, label_smoothing);
 }
 
 }  // namespace qdq::nn

@@ -14,9 +14,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // The run a config describes, without what may change between a run and its resumption: where
-// and how often it reports and saves, the device, and where the data files sit (compared by file name, so
-// a run moves between machines); model.init, which the checkpoint's weights replace; and the
-// pipeline's settings, what happens after this run. And the model's label names where they
+// and how often it reports and saves, the device, and where the data files sit (compared by file
+// name, so a run moves between machines); model.init, which the checkpoint's weights replace; and
+// the pipeline's settings, what happens after this run. And the model's label names where they
 // change nothing: a classification model that names the data set's labels in the data set's
 // order is trained as one that names none, as every model was before the names were kept
 // (trainers/classification_labels.h), and other tasks have no labels.
