@@ -303,7 +303,7 @@ TEST(Schedule, MatchesHuggingFace) {
             EXPECT_DOUBLE_EQ(learning_rate(options, (int64_t)s), p.at("lr")[s].get<double>())
                 << "step " << s;
     }
-    EXPECT_EQ(cases, 17);
+    EXPECT_EQ(cases, 24);
     // The trainer's schedule in the AdamW case gives the lr torch used there.
     const json& p = fixture().at("adamw").at("params");
     ScheduleOptions adamw_schedule = p.at("schedule").get<ScheduleOptions>();
@@ -334,6 +334,29 @@ TEST(Schedule, JsonErrorsNameTheKeyOrValue) {
                  "takes exactly one of the kwargs min_lr and min_lr_rate");
     expect_error([&] { parse(R"({"name": "cosine_with_min_lr", "kwargs": {"min_lr_rate": 1.5}})"); },
                  "min_lr_rate must lie in [0, 1]");
+    expect_error([&] { parse(R"({"name": "cosine_warmup_with_min_lr", "kwargs": {"min_lr_rate": 0.1, "warmup_lr_rate": -1}})"); },
+                 "warmup_lr_rate must lie in [0, 1]");
+    expect_error([&] { parse(R"({"name": "cosine_warmup_with_min_lr", "kwargs": {"num_cycles": 1}})"); },
+                 "'cosine_warmup_with_min_lr' takes exactly one of the kwargs min_lr and min_lr_rate");
+    expect_error([&] { parse(R"({"name": "cosine_with_min_lr", "kwargs": {"min_lr_rate": 0.1, "warmup_lr_rate": 0.5}})"); },
+                 "'cosine_with_min_lr' takes no kwarg 'warmup_lr_rate'");
+    expect_error([&] { parse(R"({"name": "warmup_stable_decay"})"); }, "needs the kwarg num_decay_steps");
+    expect_error([&] { parse(R"({"name": "warmup_stable_decay", "kwargs": {"num_decay_steps": 1.5}})"); },
+                 "'kwargs.num_decay_steps' must be an integer");
+    expect_error([&] { parse(R"({"name": "warmup_stable_decay", "kwargs": {"num_decay_steps": -2}})"); },
+                 "num_decay_steps must be >= 0, got -2");
+    expect_error([&] { parse(R"({"name": "warmup_stable_decay", "kwargs": {"num_decay_steps": 2, "num_stable_steps": -1}})"); },
+                 "num_stable_steps must be >= 0, got -1");
+    expect_error([&] { parse(R"({"name": "warmup_stable_decay", "kwargs": {"num_decay_steps": 2, "decay_type": "sqrt"}})"); },
+                 "'kwargs.decay_type' must be one of linear, cosine, 1-sqrt");
+    expect_error([&] { parse(R"({"name": "warmup_stable_decay", "kwargs": {"num_decay_steps": 2, "min_lr_ratio": 2}})"); },
+                 "min_lr_ratio must lie in [0, 1]");
+    expect_error([&] { parse(R"({"name": "linear", "kwargs": {"warmup_type": "cosine"}})"); },
+                 "'linear' takes no kwarg 'warmup_type'");
+    // HF would count a negative stable phase; here warmup and decay longer than the run are refused.
+    expect_error([&] { parse(R"({"name": "warmup_stable_decay", "warmup_steps": 6, "total_steps": 10,
+                                 "kwargs": {"num_decay_steps": 5}})"); },
+                 "warms up for 6 steps and decays for 5, more than the 10 steps of the run");
     expect_error([&] { parse(R"({"warmup_steps": 2.5})"); }, "'warmup_steps' must be an integer");
     expect_error([&] { parse(R"({"base_lr": "3e-5"})"); }, "'base_lr' must be a number");
     expect_error([&] { parse(R"({"warmup_steps": 10, "warmup_ratio": 0.1})"); }, "not both");
@@ -358,4 +381,15 @@ TEST(Schedule, DefaultsRoundTripAndMissingTotalSteps) {
     expect_error([&] { learning_rate({ScheduleName::ConstantWithWarmup, 1e-3, 0, 0.1, 0, {}}, 0); },
                  "warmup_ratio needs total_steps");
     EXPECT_EQ(learning_rate({ScheduleName::ConstantWithWarmup, 1e-3, 4, 0, 0, {}}, 2), 5e-4);
+    // A WSD schedule with its stable phase given needs no step count, as in HF.
+    ScheduleKwargs wsd_kwargs;
+    wsd_kwargs.num_decay_steps = 4;
+    expect_error([&] { learning_rate({ScheduleName::WarmupStableDecay, 1e-3, 2, 0, 0, wsd_kwargs}, 0); },
+                 "'warmup_stable_decay' needs total_steps or the kwarg num_stable_steps");
+    wsd_kwargs.num_stable_steps = 3;
+    wsd_kwargs.decay_type = RampShape::Linear;
+    EXPECT_EQ(learning_rate({ScheduleName::WarmupStableDecay, 1e-3, 2, 0, 0, wsd_kwargs}, 7), 1e-3 * 0.5);
+    ScheduleOptions wsd{ScheduleName::WarmupStableDecay, 1e-3, 2, 0, 0, wsd_kwargs};
+    EXPECT_EQ(json(json(wsd).get<ScheduleOptions>()), json(wsd));
+    EXPECT_EQ(json(wsd).at("kwargs").at("decay_type"), "linear");
 }

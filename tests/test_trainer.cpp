@@ -2,7 +2,8 @@
 // learns; a run stopped in process and resumed ends bit-identical to a run never stopped
 // (SIGKILL and resume: test_trainer_resume.cpp); bf16 without a kernel is FP32;
 // a NaN loss stops the run and keeps the last checkpoint;
-// the schedule reaches the optimizer; the input tokens seen are counted; a changed config refuses to resume; the CLI's exit codes.
+// the schedule reaches the optimizer; the input tokens seen are counted; a changed config
+// refuses to resume. The command line's exit codes: test_cli.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -313,93 +314,4 @@ TEST(Trainer, Bf16QatIsScoredWithFp32Products) {
     if (bf16_kernel() == Bf16Kernel::None) GTEST_SKIP() << "no bf16 kernel here: bf16 products are FP32 ones";
     MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
     EXPECT_NE(task->evaluate(16).scores.at("eval_loss"), saved["eval_loss"].get<double>());
-}
-
-TEST(Cli, ExitCodesAndErrorsNameTheKey) {
-    qdq::testing::TempDir dir;
-    write_task_files(dir);
-    nlohmann::json raw = tiny_config(dir, "run");
-    raw["training"]["lerning_rate"] = 1e-3;
-    Process typo = run_qdqtrain("train " + write_config(dir, "typo.json", raw));
-    EXPECT_EQ(typo.status, 2);
-    EXPECT_NE(typo.output.find("training.lerning_rate"), std::string::npos) << typo.output;
-
-    raw["training"].erase("lerning_rate");
-    const std::string good = write_config(dir, "good.json", raw);
-    Process bad_set = run_qdqtrain("train " + good + " --set training.max_steps=\\\"many\\\"");
-    EXPECT_EQ(bad_set.status, 2);
-    EXPECT_NE(bad_set.output.find("training.max_steps"), std::string::npos) << bad_set.output;
-    EXPECT_EQ(run_qdqtrain("train " + good + " --frobnicate").status, 2);
-    EXPECT_EQ(run_qdqtrain("eval " + good).status, 2);  // --checkpoint is required
-    // calibrate's --out naming a file is refused before anything is calibrated.
-    Process out_file = run_qdqtrain("calibrate " + good + " --out " + good);
-    EXPECT_EQ(out_file.status, 2);
-    EXPECT_NE(out_file.output.find("--out names a file, not a folder: " + good), std::string::npos) << out_file.output;
-    for (const char* command : {"train", "eval", "predict"}) {
-        Process help = run_qdqtrain(std::string(command) + " --help");
-        EXPECT_EQ(help.status, 0);
-        EXPECT_NE(help.output.find(std::string("usage: qdqtrain ") + command), std::string::npos);
-    }
-
-    Process trained = run_qdqtrain("train " + good + " --set training.max_steps=30");
-    ASSERT_EQ(trained.status, 0) << trained.output;
-    const std::string model = (dir.path() / "run" / "model.h5").string();
-    Process missing = run_qdqtrain("eval " + good + " --checkpoint " + model + ".missing");
-    EXPECT_EQ(missing.status, 1);
-    EXPECT_NE(missing.output.find("model.h5.missing"), std::string::npos) << missing.output;
-
-    const std::string metrics = (dir.path() / "metrics.json").string();
-    ASSERT_EQ(run_qdqtrain("eval " + good + " --checkpoint " + model + " --out " + metrics).status, 0);
-    nlohmann::json evaluated, saved;
-    std::ifstream(metrics) >> evaluated;
-    std::ifstream(dir.path() / "run" / "eval_results.json") >> saved;
-    EXPECT_EQ(evaluated, saved);
-
-    Process predicted = run_qdqtrain("predict " + good + " --checkpoint " + model + " --input " +
-                                     (dir.path() / "eval.tsv").string());
-    ASSERT_EQ(predicted.status, 0) << predicted.output;
-    nlohmann::json predictions = nlohmann::json::parse(predicted.output);
-    ASSERT_EQ(predictions.size(), 32u);
-    int correct = 0;
-    std::ifstream eval(dir.path() / "eval.tsv");
-    std::string line;
-    std::getline(eval, line);
-    for (const nlohmann::json& p : predictions) {
-        std::getline(eval, line);
-        correct += p["label"].get<int>() == line.back() - '0';
-        const std::vector<float> probabilities = p["probabilities"];
-        EXPECT_NEAR(probabilities[0] + probabilities[1], 1.0, 1e-6);
-    }
-    EXPECT_NEAR(correct / 32.0, saved["accuracy"].get<double>(), 1e-12);
-}
-
-// A setting found unusable after the config loaded (by the model's config, the task or a stage)
-// exits 2 like one the loader refuses, naming the key, and before anything is written.
-TEST(Cli, ConfigFaultsFoundAfterLoadingExit2) {
-    qdq::testing::TempDir dir;
-    write_task_files(dir);
-    const auto refused = [&](const std::string& command, const nlohmann::json& raw, const std::string& key) {
-        const std::string config = write_config(dir, "bad.json", raw);
-        Process p = run_qdqtrain(command + " " + config);
-        EXPECT_EQ(p.status, 2) << command << ": " << p.output;
-        EXPECT_NE(p.output.find(key), std::string::npos) << command << ": " << p.output;
-        EXPECT_FALSE(fs::exists(dir.path() / "run")) << command;
-    };
-    nlohmann::json raw = tiny_config(dir, "run");
-    raw["data"]["max_seq_length"] = 64;  // the model holds 32 positions
-    refused("train", raw, "data.max_seq_length");
-
-    raw = tiny_config(dir, "run");
-    raw["distillation"] = {{"alpha", 0.5}};  // a plain run must name its teacher
-    refused("train", raw, "distillation.teacher");
-
-    raw = tiny_config(dir, "run");
-    refused("calibrate", raw, "\"quantization\"");
-    raw["data"]["eval_files"] = nlohmann::json::array();
-    refused("pipeline", qdq::testing::with_quantization(raw), "data.eval_files");
-
-    raw = qdq::testing::with_quantization(tiny_config(dir, "run"));
-    refused("save-pretrained --checkpoint x.h5 --out " + (dir.path() / "hf").string(), raw, "quantization");
-    raw["quantization"]["weight"] = {{"num_bits", 4}};
-    refused("export --checkpoint x.h5 --out " + (dir.path() / "m.onnx").string(), raw, "quantization.weight.num_bits");
 }

@@ -158,7 +158,7 @@ struct TrainingSettings {
     // HF's optim: "adamw_torch" (its default) or "adamw_torch_fused", the same update; others refused.
     std::string optim = "adamw_torch";
     ScheduleName lr_scheduler_type = ScheduleName::Linear;
-    ScheduleKwargs lr_scheduler_kwargs;  // HF's: num_cycles, lr_end, power, min_lr, min_lr_rate
+    ScheduleKwargs lr_scheduler_kwargs;  // HF's, as optim/schedule.h lists them
     int64_t warmup_steps = 0;
     double warmup_ratio = 0;
     StepCount logging_steps{50};

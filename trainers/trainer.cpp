@@ -95,6 +95,18 @@ LoaderOptions loader_options(const TrainingSettings& t) {
     return o;
 }
 
+// The schedule over the run's steps. Its config was checked without them; with them a
+// warmup_stable_decay may turn out to warm up and decay for longer than the run.
+ScheduleOptions run_schedule(const RunConfig& config, int64_t total_steps) {
+    ScheduleOptions schedule = schedule_options(config.training, total_steps);
+    try {
+        check_schedule(schedule);
+    } catch (const std::runtime_error& e) {
+        throw ConfigError(config.source + ": training.lr_scheduler_kwargs: " + e.what());
+    }
+    return schedule;
+}
+
 // This rank's random streams. Rank 0 (and a single process) keeps the task's dropout stream and
 // the run's data stream; every other rank draws from streams of its own, so that its dropout
 // masks and data randomness are not a copy of rank 0's.
@@ -299,7 +311,6 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     const TrainingSettings& t = config.training;
     MatmulPrecisionGuard precision(run_matmul_precision(t));
     if (task.train_size() == 0) throw std::runtime_error(config.source + ": the training set is empty");
-    fs::create_directories(t.output_dir);
     nn::Module& model = task.model();
     std::vector<ParamGroup> groups = weight_decay_groups(model.named_parameters(), t.weight_decay);
     AdamW optimizer = make_adamw(groups, {t.adam_beta1, t.adam_beta2, t.adam_epsilon});
@@ -312,7 +323,8 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     r.metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
     r.resolved = saved_run_config(config, task);
     const int64_t total_steps = total_train_steps(t, r.loader.batches_per_epoch());
-    const ScheduleOptions schedule = schedule_options(t, total_steps);
+    const ScheduleOptions schedule = run_schedule(config, total_steps);
+    fs::create_directories(t.output_dir);
     if (r.world.size > 1) start_gradient_reducer(r);
 
     if (options.resume)
