@@ -35,17 +35,23 @@ double min_lr_rate(const ScheduleOptions& o) {
 }
 
 // The kwargs by name, each kind in the order they are written.
-std::array<std::pair<const char*, const std::optional<double>*>, 7> real_kwargs(const ScheduleKwargs& k) {
+std::array<std::pair<const char*, const std::optional<double>*>, 10> real_kwargs(const ScheduleKwargs& k) {
     return {{{"num_cycles", &k.num_cycles},
              {"lr_end", &k.lr_end},
              {"power", &k.power},
              {"min_lr", &k.min_lr},
              {"min_lr_rate", &k.min_lr_rate},
              {"warmup_lr_rate", &k.warmup_lr_rate},
-             {"min_lr_ratio", &k.min_lr_ratio}}};
+             {"min_lr_ratio", &k.min_lr_ratio},
+             {"factor", &k.factor},
+             {"threshold", &k.threshold},
+             {"eps", &k.eps}}};
 }
-std::array<std::pair<const char*, const std::optional<int64_t>*>, 2> step_kwargs(const ScheduleKwargs& k) {
-    return {{{"num_decay_steps", &k.num_decay_steps}, {"num_stable_steps", &k.num_stable_steps}}};
+std::array<std::pair<const char*, const std::optional<int64_t>*>, 4> step_kwargs(const ScheduleKwargs& k) {
+    return {{{"num_decay_steps", &k.num_decay_steps},
+             {"num_stable_steps", &k.num_stable_steps},
+             {"patience", &k.patience},
+             {"cooldown", &k.cooldown}}};
 }
 std::array<std::pair<const char*, const std::optional<RampShape>*>, 2> shape_kwargs(const ScheduleKwargs& k) {
     return {{{"warmup_type", &k.warmup_type}, {"decay_type", &k.decay_type}}};
@@ -61,6 +67,8 @@ std::vector<const char*> kwargs_given(const ScheduleKwargs& k) {
     add_given(real_kwargs(k), given);
     add_given(step_kwargs(k), given);
     add_given(shape_kwargs(k), given);
+    if (k.mode) given.push_back("mode");
+    if (k.threshold_mode) given.push_back("threshold_mode");
     return given;
 }
 
@@ -74,6 +82,8 @@ std::vector<const char*> kwargs_taken(ScheduleName name) {
     case ScheduleName::WarmupStableDecay:
         return {"num_decay_steps", "num_stable_steps", "warmup_type", "decay_type", "min_lr_ratio", "num_cycles"};
     case ScheduleName::Polynomial: return {"lr_end", "power"};
+    case ScheduleName::ReduceLrOnPlateau:
+        return {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"};
     default: return {};
     }
 }
@@ -96,14 +106,19 @@ int64_t stable_steps(const ScheduleOptions& o, int64_t warmup) {
 void check_warmup_stable_decay(const ScheduleOptions& o) {
     const ScheduleKwargs& k = o.kwargs;
     if (!k.num_decay_steps) fail("'warmup_stable_decay' needs the kwarg num_decay_steps");
-    for (const auto& [key, value] : step_kwargs(k))
-        if (*value && **value < 0) fail(std::string(key) + " must be >= 0, got " + std::to_string(**value));
     if (k.num_stable_steps || o.total_steps <= 0) return;
     const int64_t warmup = warmup_steps(o);
     if (stable_steps(o, warmup) < 0)
         fail("'warmup_stable_decay' warms up for " + std::to_string(warmup) + " steps and decays for " +
              std::to_string(*k.num_decay_steps) + ", more than the " + std::to_string(o.total_steps) +
              " steps of the run");
+}
+
+// torch refuses a factor of 1 or more; the rest it would take and misbehave with.
+void check_plateau(const ScheduleKwargs& k) {
+    if (k.factor && !(*k.factor > 0 && *k.factor < 1)) fail("factor must lie in (0, 1), got " + number(*k.factor));
+    for (const auto& [key, value] : {std::pair{"threshold", &k.threshold}, {"min_lr", &k.min_lr}, {"eps", &k.eps}})
+        if (*value && !(**value >= 0)) fail(std::string(key) + " must be >= 0, got " + number(**value));
 }
 
 void check_kwargs(const ScheduleOptions& o) {
@@ -115,6 +130,8 @@ void check_kwargs(const ScheduleOptions& o) {
     for (const auto& [key, value] : real_kwargs(k))
         if (*value && !std::isfinite(**value))
             fail(std::string("kwarg '") + key + "' must be finite, got " + number(**value));
+    for (const auto& [key, value] : step_kwargs(k))
+        if (*value && **value < 0) fail(std::string(key) + " must be >= 0, got " + std::to_string(**value));
     if (k.num_cycles && !(*k.num_cycles > 0)) fail("num_cycles must be positive, got " + number(*k.num_cycles));
     if (k.power && !(*k.power > 0)) fail("power must be positive, got " + number(*k.power));
     if (k.lr_end && !(*k.lr_end >= 0)) fail("lr_end must be >= 0, got " + number(*k.lr_end));
@@ -125,6 +142,7 @@ void check_kwargs(const ScheduleOptions& o) {
     check_in_unit_interval(k.warmup_lr_rate, "warmup_lr_rate");
     check_in_unit_interval(k.min_lr_ratio, "min_lr_ratio");
     if (o.name == ScheduleName::WarmupStableDecay) check_warmup_stable_decay(o);
+    if (o.name == ScheduleName::ReduceLrOnPlateau) check_plateau(k);
     if (!ends_at_min_lr(o.name)) return;
     if (k.min_lr.has_value() == k.min_lr_rate.has_value())
         fail(std::string("'") + schedule_name(o.name) + "' takes exactly one of the kwargs min_lr and min_lr_rate");
@@ -212,6 +230,8 @@ void check_schedule(const ScheduleOptions& o) {
     // HF's get_constant_schedule ignores warmup arguments; here asking for both is a mistake.
     if (o.name == ScheduleName::Constant && has_warmup(o))
         fail("'constant' takes no warmup (use 'constant_with_warmup')");
+    // HF's get_scheduler gives it none, and would ignore the setting.
+    if (o.name == ScheduleName::ReduceLrOnPlateau && has_warmup(o)) fail("'reduce_lr_on_plateau' takes no warmup");
     if (o.warmup_steps != 0 && o.warmup_ratio != 0) fail("give warmup_steps or warmup_ratio, not both");
     check_kwargs(o);
 }
@@ -229,6 +249,8 @@ int64_t warmup_steps(const ScheduleOptions& o) {
 double learning_rate(const ScheduleOptions& o, int64_t step) {
     check_schedule(o);
     if (step < 0) fail("step must be >= 0, got " + std::to_string(step));
+    if (o.name == ScheduleName::ReduceLrOnPlateau)
+        fail("'reduce_lr_on_plateau' takes its rate from the evaluations (plateau_step), not from the step");
     if (o.name == ScheduleName::Constant) return o.base_lr;
     int64_t warmup = warmup_steps(o);
     if (o.name == ScheduleName::WarmupStableDecay) return warmup_stable_decay_rate(o, warmup, step);
@@ -255,11 +277,12 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
 
 namespace {
 
-void read_shape(JsonFields& f, const char* key, std::optional<RampShape>& out) {
+template <typename E, typename Choices>
+void read_named(JsonFields& f, const char* key, std::optional<E>& out, const Choices& choices) {
     if (!f.has(key)) return;
-    RampShape shape{};
-    f.read_choice(key, shape, kRampShapes);
-    out = shape;
+    E value{};
+    f.read_choice(key, value, choices);
+    out = value;
 }
 
 }  // namespace
@@ -276,9 +299,16 @@ ScheduleKwargs schedule_kwargs_from_json(const nlohmann::json& j, const std::str
     f.read("warmup_lr_rate", k.warmup_lr_rate);
     f.read("num_decay_steps", k.num_decay_steps);
     f.read("num_stable_steps", k.num_stable_steps);
-    read_shape(f, "warmup_type", k.warmup_type);
-    read_shape(f, "decay_type", k.decay_type);
+    read_named(f, "warmup_type", k.warmup_type, kRampShapes);
+    read_named(f, "decay_type", k.decay_type, kRampShapes);
     f.read("min_lr_ratio", k.min_lr_ratio);
+    read_named(f, "mode", k.mode, kPlateauModes);
+    f.read("factor", k.factor);
+    f.read("patience", k.patience);
+    f.read("threshold", k.threshold);
+    read_named(f, "threshold_mode", k.threshold_mode, kPlateauThresholds);
+    f.read("cooldown", k.cooldown);
+    f.read("eps", k.eps);
     f.finish();
     return k;
 }
@@ -291,6 +321,8 @@ nlohmann::json schedule_kwargs_to_json(const ScheduleKwargs& k) {
         if (*value) j[key] = **value;
     for (const auto& [key, value] : shape_kwargs(k))
         if (*value) j[key] = name_of_choice(**value, kRampShapes);
+    if (k.mode) j["mode"] = name_of_choice(*k.mode, kPlateauModes);
+    if (k.threshold_mode) j["threshold_mode"] = name_of_choice(*k.threshold_mode, kPlateauThresholds);
     return j;
 }
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "optim/plateau.h"
+
 namespace qdq {
 
 enum class ScheduleName {
@@ -29,6 +31,7 @@ enum class ScheduleName {
     Polynomial,          // s/w during warmup, then ((1 − e)·(1 − progress)^power + e) with e = lr_end / base_lr
                          // (lr_end 1e-7, power 1), and e from T on
     InverseSqrt,         // s/w during warmup, then 1/sqrt((s − w + τ)/τ), τ = w or 10000; needs no T
+    ReduceLrOnPlateau,   // base_lr, cut by evaluations (optim/plateau.h), not a function of the step
 };
 inline constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
     {"linear", ScheduleName::Linear},
@@ -40,7 +43,8 @@ inline constexpr std::pair<const char*, ScheduleName> kScheduleNames[] = {
     {"inverse_sqrt", ScheduleName::InverseSqrt},
     {"cosine_with_min_lr", ScheduleName::CosineWithMinLr},
     {"cosine_warmup_with_min_lr", ScheduleName::CosineWarmupWithMinLr},
-    {"warmup_stable_decay", ScheduleName::WarmupStableDecay}};
+    {"warmup_stable_decay", ScheduleName::WarmupStableDecay},
+    {"reduce_lr_on_plateau", ScheduleName::ReduceLrOnPlateau}};
 
 // How warmup_stable_decay rises and falls over a phase's progress p in [0, 1]: linear p,
 // cosine ½(1 − cos πp), 1-sqrt 1 − sqrt(1 − p) rising; 1 − p, ½(1 + cos 2π·c·p), 1 − sqrt(p) falling.
@@ -55,7 +59,8 @@ struct ScheduleKwargs {
     std::optional<double> num_cycles;   // the cosines (0.5), cosine_with_restarts (1)
     std::optional<double> lr_end;       // polynomial (1e-7)
     std::optional<double> power;        // polynomial (1)
-    std::optional<double> min_lr;       // the two *_with_min_lr: exactly one of min_lr and min_lr_rate
+    // the two *_with_min_lr: exactly one of min_lr and min_lr_rate; reduce_lr_on_plateau (0)
+    std::optional<double> min_lr;
     std::optional<double> min_lr_rate;
     std::optional<double> warmup_lr_rate;     // cosine_warmup_with_min_lr: none, or in [0, 1]
     std::optional<int64_t> num_decay_steps;   // warmup_stable_decay: required
@@ -63,6 +68,14 @@ struct ScheduleKwargs {
     std::optional<RampShape> warmup_type;     // warmup_stable_decay (linear)
     std::optional<RampShape> decay_type;      // warmup_stable_decay (cosine)
     std::optional<double> min_lr_ratio;       // warmup_stable_decay (0)
+    // reduce_lr_on_plateau, torch's ReduceLROnPlateau's arguments (PlateauOptions has the defaults)
+    std::optional<PlateauMode> mode;
+    std::optional<double> factor;
+    std::optional<int64_t> patience;
+    std::optional<double> threshold;
+    std::optional<PlateauThreshold> threshold_mode;
+    std::optional<int64_t> cooldown;
+    std::optional<double> eps;
 };
 // The object's keys, each a number, a step count or a shape's name; `path` and `source` name it in errors.
 ScheduleKwargs schedule_kwargs_from_json(const nlohmann::json& j, const std::string& path, const std::string& source);
@@ -95,7 +108,8 @@ void check_schedule(const ScheduleOptions& options);
 int64_t warmup_steps(const ScheduleOptions& options);
 
 // The learning rate of the update that follows `step` completed updates. Throws when the
-// options cannot define it (a decay schedule or a warmup ratio without total_steps).
+// options cannot define it (a decay schedule or a warmup ratio without total_steps, or
+// reduce_lr_on_plateau, whose rate the evaluations set).
 double learning_rate(const ScheduleOptions& options, int64_t step);
 
 // Unknown keys and names, wrong types and out-of-range values are errors naming the key.

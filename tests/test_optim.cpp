@@ -22,6 +22,7 @@
 
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
+#include "optim/plateau.h"
 #include "optim/schedule.h"
 #include "optim/state.h"
 #include "tests/support/fixture.h"
@@ -311,10 +312,52 @@ TEST(Schedule, MatchesHuggingFace) {
         EXPECT_DOUBLE_EQ(learning_rate(adamw_schedule, (int64_t)s), p.at("lr")[s].get<double>());
 }
 
+// The rate after each evaluation as torch's ReduceLROnPlateau sets it; the state, read back from
+// the JSON a checkpoint holds after every evaluation, carries on the same.
+TEST(Plateau, MatchesTorch) {
+    int cases = 0;
+    for (const auto& [name, c] : fixture().cases().items()) {
+        if (!name.starts_with("plateau_")) continue;
+        SCOPED_TRACE(name);
+        ++cases;
+        const json& p = c.at("params");
+        const PlateauOptions options = plateau_options(schedule_kwargs_from_json(p.at("kwargs"), "kwargs", name));
+        PlateauState state = plateau_start(p.at("base_lr").get<double>());
+        for (size_t i = 0; i < p.at("metrics").size(); ++i) {
+            state = plateau_state_from_json(json::parse(plateau_state_to_json(state).dump()));
+            plateau_step(options, state, p.at("metrics")[i].get<double>());
+            EXPECT_EQ(state.lr, p.at("lr")[i].get<double>()) << "evaluation " << i;
+        }
+    }
+    EXPECT_EQ(cases, 4);
+}
+
+TEST(Plateau, KwargsAreTorchsAndTheRateIsNotTheSteps) {
+    auto parse = [](const char* text) { return json::parse(text).get<ScheduleOptions>(); };
+    expect_error([&] { parse(R"({"name": "reduce_lr_on_plateau", "kwargs": {"factor": 1.0}})"); },
+                 "factor must lie in (0, 1), got 1.0");
+    expect_error([&] { parse(R"({"name": "reduce_lr_on_plateau", "kwargs": {"mode": "mean"}})"); },
+                 "'kwargs.mode' must be one of min, max");
+    expect_error([&] { parse(R"({"name": "reduce_lr_on_plateau", "kwargs": {"patience": -1}})"); },
+                 "patience must be >= 0, got -1");
+    expect_error([&] { parse(R"({"name": "reduce_lr_on_plateau", "kwargs": {"min_lr_rate": 0.1}})"); },
+                 "'reduce_lr_on_plateau' takes no kwarg 'min_lr_rate'");
+    expect_error([&] { parse(R"({"name": "reduce_lr_on_plateau", "warmup_ratio": 0.1})"); }, "takes no warmup");
+    expect_error([&] { parse(R"({"name": "linear", "kwargs": {"patience": 2}})"); }, "'linear' takes no kwarg 'patience'");
+    const ScheduleOptions plateau = parse(
+        R"({"name": "reduce_lr_on_plateau", "kwargs": {"mode": "max", "threshold_mode": "abs", "cooldown": 3}})");
+    EXPECT_EQ(json(json(plateau).get<ScheduleOptions>()), json(plateau));
+    const PlateauOptions options = plateau_options(plateau.kwargs);
+    EXPECT_EQ(options.mode, PlateauMode::Max);
+    EXPECT_EQ(options.cooldown, 3);
+    EXPECT_EQ(options.patience, 10);  // torch's default
+    expect_error([&] { learning_rate(plateau, 0); }, "takes its rate from the evaluations");
+}
+
 TEST(Schedule, JsonErrorsNameTheKeyOrValue) {
     auto parse = [](const char* text) { return json::parse(text).get<ScheduleOptions>(); };
     expect_error([&] { parse(R"({"name": "linear", "warmup": 10})"); }, "'warmup' is not a known setting");
-    expect_error([&] { parse(R"({"name": "reduce_lr_on_plateau"})"); }, "got 'reduce_lr_on_plateau'");
+    expect_error([&] { parse(R"({"name": "cosine_annealing"})"); }, "got 'cosine_annealing'");
     expect_error([&] { parse(R"({"name": "polynomial", "base_lr": 1e-8})"); },
                  "'polynomial' decays to lr_end 1e-07: base_lr must be above it");
     // HF's get_polynomial_decay_schedule_with_warmup raises unless lr_init > lr_end.

@@ -79,9 +79,15 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(error_of(squad).find("'data.doc_stride'"), std::string::npos);
     EXPECT_NE(with("model", "config", {{"hidden_sise", 3}}).find("hidden_sise"), std::string::npos);
     // Settings read at load, before any data or model is built.
-    EXPECT_NE(with("training", "lr_scheduler_type", "reduce_lr_on_plateau")
+    EXPECT_NE(with("training", "lr_scheduler_type", "cosine_annealing")
                   .find("'training.lr_scheduler_type' must be one of linear, cosine"),
               std::string::npos);
+    nlohmann::json plateau_unevaluated = c;
+    plateau_unevaluated["training"]["lr_scheduler_type"] = "reduce_lr_on_plateau";
+    plateau_unevaluated["training"]["evaluation_strategy"] = "no";
+    EXPECT_NE(error_of(plateau_unevaluated).find("'training.lr_scheduler_type' \"reduce_lr_on_plateau\" follows evaluations"),
+              std::string::npos)
+        << error_of(plateau_unevaluated);
     EXPECT_NE(with("training", "optim", "adafactor").find("'training.optim' must be adamw_torch or adamw_torch_fused"),
               std::string::npos);
     EXPECT_NE(with("training", "logging_strategy", "often").find("'training.logging_strategy' must be one of no, steps"),

@@ -35,6 +35,7 @@ nlohmann::json state_to_json(const TrainerState& s) {
         j["ranks"] = nlohmann::json::array();
         for (const RankRngs& r : s.ranks) j["ranks"].push_back({{"dropout_rng", r.dropout_rng}, {"data_rng", r.data_rng}});
     }
+    if (s.plateau) j["plateau"] = plateau_state_to_json(*s.plateau);
     return j;
 }
 
@@ -54,6 +55,7 @@ TrainerState state_from_json(const nlohmann::json& j) {
     if (j.contains("ranks"))
         for (const nlohmann::json& r : j.at("ranks"))
             s.ranks.push_back({r.at("dropout_rng").get<std::array<uint64_t, 4>>(), r.at("data_rng").get<std::array<uint64_t, 4>>()});
+    if (j.contains("plateau")) s.plateau = plateau_state_from_json(j.at("plateau"));
     return s;
 }
 

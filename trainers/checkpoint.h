@@ -22,6 +22,7 @@
 #include "autograd/named_tensors.h"
 #include "nn/module.h"
 #include "nn/state_dict.h"
+#include "optim/plateau.h"
 #include "trainers/run_config.h"
 
 namespace qdq {
@@ -52,6 +53,7 @@ struct TrainerState {
     // A data-parallel run's every rank, in rank order (rank 0's are also the two above); empty
     // for one process. Its size is the number of ranks the run resumes with.
     std::vector<RankRngs> ranks{};
+    std::optional<PlateauState> plateau{};  // under reduce_lr_on_plateau (trainers/run_schedule.h)
 };
 
 struct Checkpoint {

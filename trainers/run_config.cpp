@@ -182,6 +182,8 @@ void check_training_settings(const JsonFields& training, const TrainingSettings&
         training.fail("save_steps", "must be positive under save_strategy \"steps\"");
     if (t.load_best_model_at_end && t.evaluation_strategy == IntervalStrategy::no)
         training.fail("load_best_model_at_end", "chooses among evaluations, and evaluation_strategy is \"no\"");
+    if (t.lr_scheduler_type == ScheduleName::ReduceLrOnPlateau && t.evaluation_strategy == IntervalStrategy::no)
+        training.fail("lr_scheduler_type", "\"reduce_lr_on_plateau\" follows evaluations, and evaluation_strategy is \"no\"");
     if (t.load_best_model_at_end && t.save_strategy == IntervalStrategy::no)
         training.fail("load_best_model_at_end", "loads the best checkpoint, and save_strategy \"no\" writes none");
     try {

@@ -15,7 +15,6 @@
 #include "nn/pretrained.h"
 #include "nn/state_dict.h"
 #include "optim/adamw.h"
-#include "optim/schedule.h"
 #include "optim/state.h"
 #include "parallel/communicator.h"
 #include "parallel/root_line.h"
@@ -26,6 +25,7 @@
 #include "trainers/resume.h"
 #include "trainers/run_log.h"
 #include "trainers/run_precision.h"
+#include "trainers/run_schedule.h"
 #include "trainers/sharded_evaluation.h"
 
 namespace qdq {
@@ -93,18 +93,6 @@ LoaderOptions loader_options(const TrainingSettings& t) {
     o.drop_last = t.dataloader_drop_last;
     o.batches_per_step = t.gradient_accumulation_steps;
     return o;
-}
-
-// The schedule over the run's steps. Its config was checked without them; with them a
-// warmup_stable_decay may turn out to warm up and decay for longer than the run.
-ScheduleOptions run_schedule(const RunConfig& config, int64_t total_steps) {
-    ScheduleOptions schedule = schedule_options(config.training, total_steps);
-    try {
-        check_schedule(schedule);
-    } catch (const std::runtime_error& e) {
-        throw ConfigError(config.source + ": training.lr_scheduler_kwargs: " + e.what());
-    }
-    return schedule;
 }
 
 // This rank's random streams. Rank 0 (and a single process) keeps the task's dropout stream and
@@ -323,7 +311,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     r.metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
     r.resolved = saved_run_config(config, task);
     const int64_t total_steps = total_train_steps(t, r.loader.batches_per_epoch());
-    const ScheduleOptions schedule = run_schedule(config, total_steps);
+    const RunSchedule schedule = run_schedule(config, total_steps);
     fs::create_directories(t.output_dir);
     if (r.world.size > 1) start_gradient_reducer(r);
 
@@ -335,6 +323,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         }
     seed_rank_streams(r);
     resume_or_start(r, options.resume);
+    if (r.state.step == 0) start_schedule(schedule, r.state);
     start_quantized(config, model, r.state.step);
     if (r.world.is_root()) start_output_dir(r);
     RunLog log(r.world.is_root() ? r.out_dir + "/metrics.jsonl" : "", r.state.step, total_steps, events_dir(t));
@@ -362,7 +351,7 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
             return {TrainStatus::interrupted, r.state.step, r.last_metrics, "interrupted"};
         }
         model.train();
-        const double lr = learning_rate(schedule, r.state.step);
+        const double lr = scheduled_rate(schedule, r.state);
         const StepResult step =
             optimizer_step(task, r.loader, r.data_rng, r.groups, r.optimizer, t, lr, r.reducer ? &*r.reducer : nullptr);
         if (!step.bad.empty()) {
@@ -377,7 +366,10 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
         log.progress(r.state.step, step.loss);
         const bool last = r.state.step == total_steps;
         bool best = false;
-        if (evaluation_due(r, evaluations, step.epoch_done) || last) best = evaluate(r, log);
+        if (evaluation_due(r, evaluations, step.epoch_done) || last) {
+            best = evaluate(r, log);
+            follow_evaluation(schedule, r.state, r.last_metrics);
+        }
         const bool due = interval_due(saves, r.state.step, step.epoch_done) || (last && saves.strategy != IntervalStrategy::no) ||
                          (best && t.load_best_model_at_end);
         // A finished run keeps save_total_limit checkpoints beside model.h5: with 0 the last one
