@@ -9,7 +9,8 @@
 //    steps from a rounding boundary k + 1/2 and from ±amax (its float32 error, measured against
 //    float64, is 3e-5 steps), so PyTorch and we pick the same code for every element. A flip
 //    would move an element by a whole step (amax/127, ~2e-2 here), far outside the tolerance.
-//  - The options of the QDQBERT recipe and the config's errors.
+//  - The options of the QDQBERT recipe. The config's defaults and errors:
+//    test_qdq_placement_config.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -372,57 +373,4 @@ TEST(QdqPlacement, CalibrateWeightsTakesEachRowsMaxAbs) {
             EXPECT_EQ(ref[name + "._amax"].to_vector(), row_max) << name;
         }
     }
-}
-
-TEST(QdqPlacementConfig, DefaultsAreTheRecipesAndRoundTrip) {
-    QuantizationConfig c = config();
-    EXPECT_EQ(c.input.calib_method, CalibMethod::Histogram);
-    EXPECT_FALSE(c.input.axis);
-    EXPECT_EQ(c.weight.axis, std::optional<int64_t>(0));
-    EXPECT_EQ(c.calibrator.method, AmaxMethod::Percentile);
-    EXPECT_EQ(c.calibrator.percentile, 99.99);
-    EXPECT_TRUE(c.quantize_attention && c.quantize_residual);
-    nlohmann::json j = {{"per_tensor_weights", true}, {"disable", {"_weight_"}}, {"disable_layers", {1}},
-                        {"calibrator", "mse"}, {"fuse_qkv", true}, {"clip_gelu", 10.0}};
-    nlohmann::json once = quantization_config_to_json(config(j));
-    EXPECT_EQ(quantization_config_to_json(config(once)), once);
-    EXPECT_EQ(once["weight"]["axis"], nullptr);
-    EXPECT_EQ(once["clip_gelu"], 10.0);
-    // A descriptor given in part keeps the defaults of the keys it leaves out.
-    QuantizationConfig w4a4 = config({{"input", {{"num_bits", 4}}}, {"weight", {{"num_bits", 4}}}});
-    EXPECT_EQ(w4a4.input.num_bits, 4);
-    EXPECT_EQ(w4a4.input.calib_method, CalibMethod::Histogram);
-    EXPECT_EQ(w4a4.weight.num_bits, 4);
-    EXPECT_EQ(w4a4.weight.axis, std::optional<int64_t>(0));
-    EXPECT_FALSE(config({{"weight", {{"axis", nullptr}}}}).weight.axis);
-}
-
-TEST(QdqPlacementConfig, ErrorsNameTheKey) {
-    using J = nlohmann::json;
-    const std::vector<std::pair<J, std::string>> cases = {
-        {{{"fuse_qvk", true}}, "quantization.fuse_qvk"},
-        {{{"per_tensor_weights", "yes"}}, "quantization.per_tensor_weights"},
-        {{{"quantize_residual", 1}}, "quantization.quantize_residual"},
-        {{{"disable", "layer.0"}}, "quantization.disable"},
-        {{{"disable", {"("}}}, "quantization.disable"},
-        {{{"disable", {"ok", 3}}}, "quantization.disable"},
-        {{{"disable_layers", {1.5}}}, "quantization.disable_layers"},
-        {{{"disable_layers", {"0"}}}, "quantization.disable_layers"},
-        {{{"disable_layers", {-1}}}, "quantization.disable_layers"},
-        {{{"calibrator", "minmax"}}, "quantization.calibrator"},
-        {{{"calibrator", 1}}, "quantization.calibrator"},
-        {{{"percentile", 0}}, "quantization.percentile"},
-        {{{"percentile", 100.5}}, "quantization.percentile"},
-        {{{"calibration_examples", 0}}, "quantization.calibration_examples"},
-        {{{"calibration_examples", 1.5}}, "quantization.calibration_examples"},
-        {{{"clip_gelu", -1}}, "quantization.clip_gelu"},
-        {{{"clip_gelu", "4"}}, "quantization.clip_gelu"},
-        {{{"input", {{"axis", 0}}}}, "quantization.input"},
-        {{{"input", {{"bits", 8}}}}, "quantization.input"},
-        {{{"weight", {{"num_bits", 1}}}}, "quantization.weight"},
-        {{{"calibrator", "entropy"}, {"input", {{"calib_method", "max"}}}}, "quantization.calibrator"},
-        {J::array(), "'quantization'"},
-    };
-    for (const auto& [j, key] : cases)
-        expect_error([&] { quantization_config_from_json(j, "run.json"); }, {"run.json", key});
 }
