@@ -113,6 +113,17 @@ void JsonFields::read(const char* key, std::optional<int64_t>& out) {
     }
 }
 
+void JsonFields::read(const char* key, std::optional<bool>& out) {
+    if (const nlohmann::json* v = value(key)) {
+        if (v->is_null()) {
+            out.reset();
+            return;
+        }
+        if (!v->is_boolean()) fail(key, "must be true, false or null, got " + v->dump());
+        out = v->get<bool>();
+    }
+}
+
 void JsonFields::read(const char* key, std::optional<double>& out) {
     if (const nlohmann::json* v = value(key)) {
         if (v->is_null()) {

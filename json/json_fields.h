@@ -52,6 +52,7 @@ public:
     void read(const char* key, std::vector<int>& out);          // a list of integers
     void read(const char* key, std::optional<int64_t>& out);    // an integer, or null for none
     void read(const char* key, std::optional<double>& out);     // a number, or null for none
+    void read(const char* key, std::optional<bool>& out);       // true, false, or null for none
     void read(const char* key, nlohmann::json& out);            // any value, unchecked
 
     // A string naming one of `choices` (pairs of name and value); the error lists the names.

@@ -82,12 +82,7 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(with("training", "lr_scheduler_type", "cosine_annealing")
                   .find("'training.lr_scheduler_type' must be one of linear, cosine"),
               std::string::npos);
-    nlohmann::json plateau_unevaluated = c;
-    plateau_unevaluated["training"]["lr_scheduler_type"] = "reduce_lr_on_plateau";
-    plateau_unevaluated["training"]["evaluation_strategy"] = "no";
-    EXPECT_NE(error_of(plateau_unevaluated).find("'training.lr_scheduler_type' \"reduce_lr_on_plateau\" follows evaluations"),
-              std::string::npos)
-        << error_of(plateau_unevaluated);
+
     EXPECT_NE(with("training", "optim", "adafactor").find("'training.optim' must be adamw_torch or adamw_torch_fused"),
               std::string::npos);
     EXPECT_NE(with("training", "logging_strategy", "often").find("'training.logging_strategy' must be one of no, steps"),
@@ -107,6 +102,8 @@ TEST(RunConfig, ErrorsNameTheKey) {
     EXPECT_NE(with("training", "overwrite_output_dir", true).find("'training.overwrite_output_dir' is not read: a run continues"),
               std::string::npos);
     EXPECT_NE(with("training", "eval_delay", -1).find("'training.eval_delay' must be 0 or more"), std::string::npos);
+    EXPECT_NE(with("training", "greater_is_better", "yes").find("must be true, false or null"), std::string::npos);
+
     EXPECT_NE(with("training", "data_seed", -1).find("'training.data_seed' must be 0 or more"), std::string::npos);
     EXPECT_NE(with("training", "lr_scheduler_kwargs", {{"num_cycle", 2}}).find("'training.lr_scheduler_kwargs.num_cycle'"),
               std::string::npos);
@@ -143,6 +140,34 @@ TEST(RunConfig, ErrorsNameTheKey) {
 // training.metric_for_best_model is read as Hugging Face's Trainer reads it, with or without
 // "eval_" before it, and becomes the score's name in the task's metrics; a metric the task does not
 // report is an error at load, not at the first evaluation.
+// What follows the evaluations needs them: reduce_lr_on_plateau, and early stopping, which also
+// needs the best model kept, as HF's EarlyStoppingCallback does.
+TEST(RunConfig, PlateauAndEarlyStoppingFollowEvaluations) {
+    std::string dir = temp_dir("qdq_config_following");
+    nlohmann::json c = base_config(dir);
+    auto error_with = [&](const std::vector<std::pair<std::string, nlohmann::json>>& settings) {
+        nlohmann::json copy = c;
+        for (const auto& [key, value] : settings) copy["training"][key] = value;
+        return error_of(copy);
+    };
+    EXPECT_NE(error_with({{"lr_scheduler_type", "reduce_lr_on_plateau"}, {"evaluation_strategy", "no"}})
+                  .find("'training.lr_scheduler_type' \"reduce_lr_on_plateau\" follows evaluations"),
+              std::string::npos);
+    EXPECT_NE(error_with({{"early_stopping_patience", 2}})
+                  .find("'training.early_stopping_patience' stops where the best model is kept: it needs "
+                        "load_best_model_at_end"),
+              std::string::npos);
+    EXPECT_NE(error_with({{"early_stopping_threshold", 0.1}})
+                  .find("'training.early_stopping_threshold' is early stopping's, and early_stopping_patience is not set"),
+              std::string::npos);
+    EXPECT_NE(error_with({{"load_best_model_at_end", true}, {"early_stopping_patience", 0}})
+                  .find("'training.early_stopping_patience' must be 1 or more"),
+              std::string::npos);
+    EXPECT_NE(error_with({{"load_best_model_at_end", true}, {"early_stopping_patience", 2}, {"early_stopping_threshold", -0.5}})
+                  .find("'training.early_stopping_threshold' must be 0 or more"),
+              std::string::npos);
+}
+
 TEST(RunConfig, MetricForBestModelIsTheTasksScoreWithOrWithoutEval) {
     std::string dir = temp_dir("qdq_config_best_metric");
     nlohmann::json c = base_config(dir);
@@ -211,6 +236,11 @@ TEST(RunConfig, SetOverridesAnyKeyAndIsCheckedLikeTheFile) {
     const RunConfig back = run_config_from_json(run_config_to_json(c), "saved");
     EXPECT_EQ(back.training.eval_steps, c.training.eval_steps);
     EXPECT_EQ(back.training.save_steps, c.training.save_steps);
+    c = load_run_config(dir + "/run.json", {"training.load_best_model_at_end=true", "training.early_stopping_patience=3",
+                                            "training.early_stopping_threshold=0.01"});
+    const TrainingSettings early = run_config_from_json(run_config_to_json(c), "saved").training;
+    EXPECT_EQ(early.early_stopping_patience, std::optional<int64_t>(3));
+    EXPECT_EQ(early.early_stopping_threshold, 0.01);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seeed=7"}), std::runtime_error);
     EXPECT_THROW(load_run_config(dir + "/run.json", {"training.seed"}), std::runtime_error);
 }

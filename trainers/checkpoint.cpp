@@ -29,7 +29,8 @@ nlohmann::json state_to_json(const TrainerState& s) {
                         {"log_loss_sum", s.log_loss_sum},
                         {"log_steps", s.log_steps},
                         {"seconds", s.seconds},
-                        {"num_input_tokens_seen", s.input_tokens_seen}};
+                        {"num_input_tokens_seen", s.input_tokens_seen},
+                        {"early_stopping_patience_counter", s.evaluations_without_improvement}};
     j["best_metric"] = s.best_metric ? nlohmann::json(*s.best_metric) : nlohmann::json();
     if (!s.ranks.empty()) {
         j["ranks"] = nlohmann::json::array();
@@ -52,6 +53,7 @@ TrainerState state_from_json(const nlohmann::json& j) {
     s.log_steps = j.at("log_steps").get<int64_t>();
     s.seconds = j.at("seconds").get<double>();
     s.input_tokens_seen = j.value("num_input_tokens_seen", (int64_t)-1);
+    s.evaluations_without_improvement = j.value("early_stopping_patience_counter", (int64_t)0);
     if (j.contains("ranks"))
         for (const nlohmann::json& r : j.at("ranks"))
             s.ranks.push_back({r.at("dropout_rng").get<std::array<uint64_t, 4>>(), r.at("data_rng").get<std::array<uint64_t, 4>>()});

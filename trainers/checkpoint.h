@@ -41,6 +41,9 @@ struct TrainerState {
     std::array<uint64_t, 4> data_rng{};     // masking (MLM) and other data randomness
     std::optional<double> best_metric;
     std::string best_checkpoint;            // file name within the output directory
+    // Evaluations in a row that have not beaten the best before them by early_stopping_threshold
+    // (HF's EarlyStoppingCallback's early_stopping_patience_counter).
+    int64_t evaluations_without_improvement = 0;
     // The training loss since the last log line (summed, and the steps summed), so the first
     // line after a resume averages the same steps as it would have without the interruption.
     double log_loss_sum = 0;

@@ -23,6 +23,7 @@
 //               save_steps, evaluation_strategy (or eval_strategy) and save_strategy
 //               (trainers/interval_strategy.h), eval_delay, eval_on_start, save_total_limit,
 //               load_best_model_at_end, metric_for_best_model, greater_is_better,
+//               early_stopping_patience, early_stopping_threshold (HF's EarlyStoppingCallback),
 //               group_by_length, dataloader_drop_last, save_only_model, disable_tqdm,
 //               bf16 (matrix products in bf16, see trainers/run_precision.h),
 //               ddp_bucket_cap_mb (data-parallel gradient buckets, parallel/grad_reducer.h),
@@ -186,6 +187,11 @@ struct TrainingSettings {
     std::string metric_for_best_model;
     // Default as HF: false when the metric's name ends in "loss", else true.
     std::optional<bool> greater_is_better;
+    // HF's EarlyStoppingCallback(early_stopping_patience, early_stopping_threshold), which needs
+    // load_best_model_at_end: training ends after `patience` evaluations in a row that do not
+    // beat the best metric_for_best_model so far by more than the threshold. Unset: never.
+    std::optional<int64_t> early_stopping_patience;
+    double early_stopping_threshold = 0;
     bool group_by_length = false;
     // HF's dataloader_drop_last: training drops each epoch's short last batch, so an epoch is
     // floor(N / batch) batches. Evaluation still scores every example: HF's evaluation loader

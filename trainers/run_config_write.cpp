@@ -85,6 +85,10 @@ nlohmann::json training_settings_to_json(const TrainingSettings& t) {
         {"ddp_bucket_cap_mb", t.ddp_bucket_cap_mb},
         {"use_cpu", t.use_cpu}, {"report_to", report_to_names(t.report_to)}, {"logging_dir", t.logging_dir}};
     if (t.greater_is_better) j["greater_is_better"] = *t.greater_is_better;
+    if (t.early_stopping_patience) {
+        j["early_stopping_patience"] = *t.early_stopping_patience;
+        j["early_stopping_threshold"] = t.early_stopping_threshold;
+    }
     if (t.evaluation_strategy) j["evaluation_strategy"] = name_of_choice(*t.evaluation_strategy, kIntervalStrategyNames);
     if (t.save_strategy) j["save_strategy"] = name_of_choice(*t.save_strategy, kIntervalStrategyNames);
     if (t.logging_strategy) j["logging_strategy"] = name_of_choice(*t.logging_strategy, kIntervalStrategyNames);

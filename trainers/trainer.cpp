@@ -186,7 +186,8 @@ void log_evaluation(Run& r, RunLog& log) {
     log.write(record);
 }
 
-// log_evaluation; returns true when the metrics are the best so far.
+// log_evaluation; returns true when the metrics are the best so far. Counts for early stopping
+// the evaluations in a row that do not beat the best before them by more than the threshold.
 bool evaluate(Run& r, RunLog& log) {
     log_evaluation(r, log);
     const std::optional<double> found = r.last_metrics.find(r.metric);
@@ -194,7 +195,11 @@ bool evaluate(Run& r, RunLog& log) {
         throw ConfigError(r.config.source + ": training.metric_for_best_model '" + r.metric +
                           "' is not a metric of this task: " + metrics_to_json(r.last_metrics).dump());
     const double value = *found;
-    if (r.state.best_metric && !is_improvement(r.t, r.metric, value, *r.state.best_metric)) return false;
+    const std::optional<double> best = r.state.best_metric;
+    const bool beaten = !best || (is_improvement(r.t, r.metric, value, *best) &&
+                                  std::abs(value - *best) > r.t.early_stopping_threshold);
+    r.state.evaluations_without_improvement = beaten ? 0 : r.state.evaluations_without_improvement + 1;
+    if (best && !is_improvement(r.t, r.metric, value, *best)) return false;
     r.state.best_metric = value;
     r.state.best_checkpoint = checkpoint_name(r.state.step);
     return true;
@@ -222,9 +227,19 @@ void record_step(Run& r, RunLog& log, const StepResult& step, double lr, int64_t
     r.state.log_steps = 0;
 }
 
+// HF's EarlyStoppingCallback: enough evaluations in a row without improvement.
+bool stops_early(const Run& r) {
+    return r.t.early_stopping_patience && r.state.evaluations_without_improvement >= *r.t.early_stopping_patience;
+}
+
 // model.h5 (the final weights, or the best with load_best_model_at_end) and eval_results.json.
 TrainOutcome finish(Run& r, RunLog& log) {
+    const bool stopped_early = stops_early(r);
     if (r.last_evaluated != r.state.step) evaluate(r, log);  // a resumed run that was already complete
+    if (stopped_early)
+        log.note("early stopping at step " + std::to_string(r.state.step) + ": " +
+                 std::to_string(r.state.evaluations_without_improvement) + " evaluations in a row without " + r.metric +
+                 " beating its best by more than " + nlohmann::json(r.t.early_stopping_threshold).dump());
     if (r.t.load_best_model_at_end && !r.state.best_checkpoint.empty() &&
         r.state.best_checkpoint != checkpoint_name(r.state.step)) {
         const std::string best = r.out_dir + "/" + r.state.best_checkpoint;
@@ -252,6 +267,17 @@ bool stop_asked(const Run& r) {
     int64_t asked = stop_requested ? 1 : 0;
     if (r.world.size > 1) allreduce_sum(&asked, 1);
     return asked > 0;
+}
+
+// A stop that was asked for: the run saved where it stands, and the log says whether it resumes.
+TrainOutcome stop_here(Run& r, RunLog& log) {
+    stop_requested = 0;  // honoured: a later train() in this process starts afresh
+    if (r.last_saved != r.state.step) save(r);
+    log.note("stopped at step " + std::to_string(r.state.step) +
+             (r.t.save_only_model ? "; the checkpoint there holds the model only (training.save_only_model): "
+                                    "the run cannot resume from it"
+                                  : "; the checkpoint there resumes the run"));
+    return {TrainStatus::interrupted, r.state.step, r.last_metrics, "interrupted"};
 }
 
 // The folder of the run's TensorBoard event files; empty when report_to does not name tensorboard.
@@ -340,16 +366,8 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     // HF's eval_on_start: the model as it starts, logged at step 0 and never the best (no
     // checkpoint holds it); a resumed run has logged it already.
     if (t.eval_on_start && r.state.step == 0) log_evaluation(r, log);
-    while (r.state.step < total_steps) {
-        if (stop_asked(r)) {
-            stop_requested = 0;  // honoured: a later train() in this process starts afresh
-            if (r.last_saved != r.state.step) save(r);
-            log.note("stopped at step " + std::to_string(r.state.step) +
-                     (t.save_only_model ? "; the checkpoint there holds the model only (training.save_only_model): "
-                                          "the run cannot resume from it"
-                                        : "; the checkpoint there resumes the run"));
-            return {TrainStatus::interrupted, r.state.step, r.last_metrics, "interrupted"};
-        }
+    while (r.state.step < total_steps && !stops_early(r)) {
+        if (stop_asked(r)) return stop_here(r, log);
         model.train();
         const double lr = scheduled_rate(schedule, r.state);
         const StepResult step =
