@@ -18,25 +18,17 @@ using qdq::testing::tiny_config;
 using qdq::testing::write_task_files;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string write_config(const qdq::testing::TempDir& dir, const std::string& name, const nlohmann::json& raw) {
-    return dir.write(name, raw.dump(2));
-}
-
-}  // namespace
-
 TEST(Cli, ExitCodesAndErrorsNameTheKey) {
     qdq::testing::TempDir dir;
     write_task_files(dir);
     nlohmann::json raw = tiny_config(dir, "run");
     raw["training"]["lerning_rate"] = 1e-3;
-    Process typo = run_qdqtrain("train " + write_config(dir, "typo.json", raw));
+    Process typo = run_qdqtrain("train " + dir.write("typo.json", raw.dump(2)));
     EXPECT_EQ(typo.status, 2);
     EXPECT_NE(typo.output.find("training.lerning_rate"), std::string::npos) << typo.output;
 
     raw["training"].erase("lerning_rate");
-    const std::string good = write_config(dir, "good.json", raw);
+    const std::string good = dir.write("good.json", raw.dump(2));
     Process bad_set = run_qdqtrain("train " + good + " --set training.max_steps=\\\"many\\\"");
     EXPECT_EQ(bad_set.status, 2);
     EXPECT_NE(bad_set.output.find("training.max_steps"), std::string::npos) << bad_set.output;
@@ -90,7 +82,7 @@ TEST(Cli, ConfigFaultsFoundAfterLoadingExit2) {
     qdq::testing::TempDir dir;
     write_task_files(dir);
     const auto refused = [&](const std::string& command, const nlohmann::json& raw, const std::string& key) {
-        const std::string config = write_config(dir, "bad.json", raw);
+        const std::string config = dir.write("bad.json", raw.dump(2));
         Process p = run_qdqtrain(command + " " + config);
         EXPECT_EQ(p.status, 2) << command << ": " << p.output;
         EXPECT_NE(p.output.find(key), std::string::npos) << command << ": " << p.output;
