@@ -4,11 +4,13 @@
 // unless set); evaluation with the task's metrics and checkpoints as evaluation_strategy and
 // save_strategy say (every eval_steps and save_steps, or at each epoch's end:
 // trainers/interval_strategy.h; eval_delay, eval_on_start), keeping the last save_total_limit
-// and the best one.
+// and the best one. After each evaluation, reduce_lr_on_plateau may cut the rate
+// (trainers/run_schedule.h), and early stopping may end the run (early_stopping_patience).
 //
 // Everything the rest of the run depends on is in the checkpoint: weights, AdamW moments, the
-// step (the schedule is a function of it), the dropout and data RNG states, the data loader's
-// position and the logging window. A run resumed from its newest checkpoint therefore computes
+// step (the schedule is a function of it, or else the plateau's state is saved), the dropout
+// and data RNG states, the data loader's position, the logging window and the early-stopping
+// count. A run resumed from its newest checkpoint therefore computes
 // the same numbers as the run that never stopped, bit for bit, on the same machine and threads.
 //
 // Under mpirun (parallel/communicator.h) every rank runs train() alike: the same weights from
