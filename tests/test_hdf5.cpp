@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/hdf5_weights.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/weight_files.h"
 
 using namespace qdq;
@@ -118,28 +119,27 @@ TEST_F(IoTest, H5dumpSeesDatasetsDtypesAndConfig) {
 
 TEST_F(IoTest, Hdf5ErrorsNameFileAndKey) {
     save_hdf5_weights(path("w.h5"), awkward_tensors(), "{}");
-    expect_file_error([&] { load_hdf5_weights(path("missing.h5")); }, path("missing.h5"), "no such file");
+    expect_error([&] { load_hdf5_weights(path("missing.h5")); }, {path("missing.h5"), "no such file"});
     write_bytes(path("text.h5"), "not an HDF5 file, just text\n");
-    expect_file_error([&] { load_hdf5_weights(path("text.h5")); }, path("text.h5"), "not an HDF5 file");
-    expect_file_error([&] { load_hdf5_tensor(path("w.h5"), "bert.pooler.dense.weight"); }, path("w.h5"),
-                 "dataset \"bert.pooler.dense.weight\" does not exist");
+    expect_error([&] { load_hdf5_weights(path("text.h5")); }, {path("text.h5"), "not an HDF5 file"});
+    expect_error([&] { load_hdf5_tensor(path("w.h5"), "bert.pooler.dense.weight"); },
+                 {path("w.h5"), "dataset \"bert.pooler.dense.weight\" does not exist"});
 
     write_foreign_hdf5(path("foreign.h5"), false);
-    expect_file_error([&] { load_hdf5_weights(path("foreign.h5")); }, path("foreign.h5"),
-                 "no \"config\" attribute on the root group");
-    expect_file_error([&] { load_hdf5_tensor(path("foreign.h5"), "f64"); }, path("foreign.h5"),
-                 "dataset \"f64\": unsupported dtype float64 (expected float32 or int32)");
-    expect_file_error([&] { load_hdf5_tensor(path("foreign.h5"), "bert"); }, path("foreign.h5"),
-                 "dataset \"bert\" is not a dataset");
+    expect_error([&] { load_hdf5_weights(path("foreign.h5")); },
+                 {path("foreign.h5"), "no \"config\" attribute on the root group"});
+    expect_error([&] { load_hdf5_tensor(path("foreign.h5"), "f64"); },
+                 {path("foreign.h5"), "dataset \"f64\": unsupported dtype float64 (expected float32 or int32)"});
+    expect_error([&] { load_hdf5_tensor(path("foreign.h5"), "bert"); },
+                 {path("foreign.h5"), "dataset \"bert\" is not a dataset"});
     EXPECT_EQ(load_hdf5_tensor(path("foreign.h5"), "f32be").to_vector(), (std::vector<float>{1.5f, -2.0f}));
     write_foreign_hdf5(path("int_config.h5"), true);
-    expect_file_error([&] { load_hdf5_weights(path("int_config.h5")); }, path("int_config.h5"),
-                 "\"config\" attribute is not one variable-length string");
+    expect_error([&] { load_hdf5_weights(path("int_config.h5")); },
+                 {path("int_config.h5"), "\"config\" attribute is not one variable-length string"});
 
-    expect_file_error([&] { save_hdf5_weights(path("k.h5"), {{"a/b", zeros({1})}}, "{}"); }, path("k.h5"),
-                 "key \"a/b\" cannot name a root dataset");
-    expect_file_error([&] { save_hdf5_weights(path("k.h5"), {{"a", zeros({1})}, {"a", zeros({1})}}, "{}"); },
-                 path("k.h5"), "duplicate key \"a\"");
-    expect_file_error([&] { save_hdf5_weights(path("no_dir/k.h5"), {}, "{}"); }, path("no_dir/k.h5"),
-                 "creating failed");
+    expect_error([&] { save_hdf5_weights(path("k.h5"), {{"a/b", zeros({1})}}, "{}"); },
+                 {path("k.h5"), "key \"a/b\" cannot name a root dataset"});
+    expect_error([&] { save_hdf5_weights(path("k.h5"), {{"a", zeros({1})},
+                 {"a", zeros({1})}}, "{}"); }, {path("k.h5"), "duplicate key \"a\""});
+    expect_error([&] { save_hdf5_weights(path("no_dir/k.h5"), {}, "{}"); }, {path("no_dir/k.h5"), "creating failed"});
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/weight_files.h"
 
 using namespace qdq;
@@ -113,10 +114,9 @@ TEST_F(IoTest, SafetensorsWriterMatchesReferenceSerializationVector) {
 }
 
 TEST_F(IoTest, SafetensorsWriterRejectsDuplicateAndReservedKeys) {
-    expect_file_error([&] { save_safetensors(path("d"), {{"a", zeros({1})}, {"a", zeros({2})}}); },
-                 path("d"), "duplicate tensor key \"a\"");
-    expect_file_error([&] { save_safetensors(path("m"), {{"__metadata__", zeros({1})}}); }, path("m"),
-                 "reserved");
+    expect_error([&] { save_safetensors(path("d"), {{"a", zeros({1})}, {"a", zeros({2})}}); },
+                 {path("d"), "duplicate tensor key \"a\""});
+    expect_error([&] { save_safetensors(path("m"), {{"__metadata__", zeros({1})}}); }, {path("m"), "reserved"});
 }
 
 TEST_F(IoTest, CorruptSafetensorsThrowNamingFileAndProblem) {
@@ -191,12 +191,12 @@ TEST_F(IoTest, CorruptSafetensorsThrowNamingFileAndProblem) {
         SCOPED_TRACE(c.label);
         const std::string file = path(std::string(c.label) + ".safetensors");
         write_bytes(file, c.bytes);
-        expect_file_error([&] { load_safetensors(file); }, file, c.problem);
-        expect_file_error([&] { parse_safetensors((const uint8_t*)c.bytes.data(), c.bytes.size(), file); },
-                     file, c.problem);
+        expect_error([&] { load_safetensors(file); }, {file, c.problem});
+        expect_error([&] { parse_safetensors((const uint8_t*)c.bytes.data(), c.bytes.size(), file); },
+                     {file, c.problem});
     }
-    expect_file_error([&] { load_safetensors(path("missing.safetensors")); }, path("missing.safetensors"),
-                 "cannot read (No such file or directory)");
+    expect_error([&] { load_safetensors(path("missing.safetensors")); },
+                 {path("missing.safetensors"), "cannot read (No such file or directory)"});
 }
 
 // Random damage to a valid file (the reference fixture, which holds every supported dtype):

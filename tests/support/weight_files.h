@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,19 +53,6 @@ inline void expect_same_tensors(const NamedTensors& actual, const NamedTensors& 
         EXPECT_EQ(actual[i].tensor.dtype(), expected[i].tensor.dtype());
         EXPECT_EQ(shape_str(actual[i].tensor.shape()), shape_str(expected[i].tensor.shape()));
         EXPECT_EQ(bits_of(actual[i].tensor), bits_of(expected[i].tensor));
-    }
-}
-
-// `call` must throw std::runtime_error naming `path` and containing `problem`.
-template <typename Call>
-inline void expect_file_error(Call call, const std::string& path, const std::string& problem) {
-    try {
-        call();
-        ADD_FAILURE() << "no error; expected one about: " << problem;
-    } catch (const std::runtime_error& e) {
-        const std::string message = e.what();
-        EXPECT_NE(message.find(path), std::string::npos) << message;
-        EXPECT_NE(message.find(problem), std::string::npos) << message;
     }
 }
 
