@@ -11,10 +11,12 @@
 //   under ThreadSanitizer, one host thread per CUDA thread, so that data races the hardware
 //   would have are races here, which it reports (a missing __syncthreads in
 //   tests/test_cuda_kernels_tsan.cpp's broken kernel);
-//   otherwise one fiber per CUDA thread (ucontext), all on the launching thread, switched at
-//   barriers: the same semantics, without a thread's creation per CUDA thread, which made the
-//   emulated device (cuda/emulated/) a hundred times slower. A barrier some thread never
-//   reaches is reported as the deadlock it would be.
+//   otherwise one fiber per CUDA thread (Boost.Context), all on the launching thread, switched
+//   at barriers: the same semantics, without a thread's creation per CUDA thread, which made the
+//   emulated device (cuda/emulated/) a hundred times slower. Boost's switch saves a few
+//   registers; ucontext's swapcontext, used before, also made a system call (the signal mask)
+//   at each, nine tenths of a whole run's time on the emulated device. A barrier some thread
+//   never reaches is reported as the deadlock it would be.
 // Used by tests only: the product's host build never compiles a kernel.
 #pragma once
 
@@ -37,7 +39,7 @@
 #include <thread>
 #define QDQ_HOST_THREADS 1
 #else
-#include <ucontext.h>
+#include <boost/context/fiber.hpp>
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -85,8 +87,22 @@ struct Barrier {
     unsigned expected, arrived = 0, generation = 0;
 };
 
+// A fiber's stack, kept between launches: given to each new fiber of its thread's slot, never
+// freed by the fiber.
+struct KeptStack {
+    char* base;
+    size_t size;
+    boost::context::stack_context allocate() {
+        boost::context::stack_context stack;
+        stack.size = size;
+        stack.sp = base + size;  // the top: stacks grow down
+        return stack;
+    }
+    void deallocate(boost::context::stack_context&) noexcept {}
+};
+
 struct Fiber {
-    ucontext_t context;
+    boost::context::fiber context;  // where the thread waits; empty before its start and once it has ended
     std::unique_ptr<char[]> stack;
     const Barrier* waiting_on = nullptr;
     unsigned waiting_generation = 0;
@@ -98,7 +114,7 @@ constexpr size_t kFiberStack = 256 * 1024;
 // The running block's fibers and the scheduler's context, on the launching thread.
 struct Fibers {
     std::vector<Fiber> fibers;  // grown to the largest block, stacks kept between launches
-    ucontext_t scheduler;
+    boost::context::fiber scheduler;  // where the launching thread waits while a fiber runs
     Fiber* current = nullptr;
     void (*body)(void*) = nullptr;
     void* body_arg = nullptr;
@@ -130,7 +146,7 @@ inline void yield_to_scheduler() {
     Fibers& f = fibers;
     void* fake = nullptr;
     start_switch(&fake, f.scheduler_stack, f.scheduler_stack_size);
-    swapcontext(&f.current->context, &f.scheduler);
+    f.scheduler = std::move(f.scheduler).resume();
     finish_switch(fake, nullptr, nullptr);
 }
 
@@ -146,13 +162,15 @@ inline void arrive_and_wait(Barrier& b) {
     yield_to_scheduler();
 }
 
-inline void fiber_entry() {
+// A CUDA thread's flow of control: the body, then back to the scheduler for good.
+inline boost::context::fiber fiber_entry(boost::context::fiber&& scheduler) {
     Fibers& f = fibers;
+    f.scheduler = std::move(scheduler);
     finish_switch(nullptr, &f.scheduler_stack, &f.scheduler_stack_size);
     f.body(f.body_arg);
     f.current->done = true;
     start_switch(nullptr, f.scheduler_stack, f.scheduler_stack_size);  // this stack is left for good
-    // returning switches to uc_link, the scheduler
+    return std::move(f.scheduler);
 }
 
 // body(arg) once per thread of a block of `threads`, as fibers: each runs until it waits at a
@@ -165,11 +183,7 @@ inline void run_block_fibers(unsigned threads, void (*body)(void*), void* arg) {
     for (unsigned t = 0; t < threads; ++t) {
         Fiber& fiber = f.fibers[t];
         if (!fiber.stack) fiber.stack.reset(new char[kFiberStack]);  // untouched until used
-        getcontext(&fiber.context);
-        fiber.context.uc_stack.ss_sp = fiber.stack.get();
-        fiber.context.uc_stack.ss_size = kFiberStack;
-        fiber.context.uc_link = &f.scheduler;
-        makecontext(&fiber.context, fiber_entry, 0);
+        fiber.context = boost::context::fiber(std::allocator_arg, KeptStack{fiber.stack.get(), kFiberStack}, fiber_entry);
         fiber.done = false;
         fiber.waiting_on = nullptr;
     }
@@ -182,7 +196,7 @@ inline void run_block_fibers(unsigned threads, void (*body)(void*), void* arg) {
             threadIdx = dim3(t);
             f.current = &fiber;
             start_switch(&f.fake_stack, fiber.stack.get(), kFiberStack);
-            swapcontext(&f.scheduler, &fiber.context);
+            fiber.context = std::move(fiber.context).resume();
             finish_switch(f.fake_stack, nullptr, nullptr);
             progress = true;
             finished += fiber.done;
