@@ -1,6 +1,7 @@
 // Row-major GEMM through cuBLAS, by the mapping of cuda/gemm_contract.h.
 #include "cuda/backend.h"
 #include "cuda/check.h"
+#include "cuda/cublas_library.h"
 #include "cuda/gemm_contract.h"
 #include "cuda/launch_count.h"
 
@@ -9,7 +10,7 @@ namespace qdq::cuda {
 static cublasHandle_t handle() {
     static cublasHandle_t h = [] {
         cublasHandle_t created;
-        QDQ_CUBLAS_CHECK(cublasCreate(&created));
+        QDQ_CUBLAS_CHECK(cublas().create(&created));
         return created;
     }();
     return h;
@@ -24,9 +25,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
     check_cublas_arguments(g, 1);
     ++launch_count;
-    QDQ_CUBLAS_CHECK(cublasSgemm(handle(), op(g.trans_first), op(g.trans_second),
-                                 (int)g.m, (int)g.n, (int)g.k, &alpha, g.first, (int)g.ld_first, g.second,
-                                 (int)g.ld_second, &beta, g.out, (int)g.ld_out));
+    QDQ_CUBLAS_CHECK(cublas().sgemm(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n, (int)g.k,
+                                    &alpha, g.first, (int)g.ld_first, g.second, (int)g.ld_second, &beta, g.out,
+                                    (int)g.ld_out));
 }
 
 // cublasSgemmStridedBatched; cublasGemmStridedBatchedEx on the FP32 operands in TF32, or on
@@ -47,18 +48,16 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
     const int count = (int)batch.count;
     ++launch_count;
     if (math == GemmMath::TF32) {
-        QDQ_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
-                                                    (int)g.k, &alpha, g.first, CUDA_R_32F, (int)g.ld_first,
-                                                    batch.stride_b, g.second, CUDA_R_32F, (int)g.ld_second,
-                                                    batch.stride_a, &beta, g.out, CUDA_R_32F, (int)g.ld_out,
-                                                    batch.stride_c, count, CUBLAS_COMPUTE_32F_FAST_TF32,
-                                                    CUBLAS_GEMM_DEFAULT));
+        QDQ_CUBLAS_CHECK(cublas().gemm_strided_batched_ex(
+            handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n, (int)g.k, &alpha, g.first, CUDA_R_32F,
+            (int)g.ld_first, batch.stride_b, g.second, CUDA_R_32F, (int)g.ld_second, batch.stride_a, &beta, g.out,
+            CUDA_R_32F, (int)g.ld_out, batch.stride_c, count, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
         return;
     }
-    QDQ_CUBLAS_CHECK(cublasSgemmStridedBatched(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
-                                               (int)g.k, &alpha, g.first, (int)g.ld_first, batch.stride_b, g.second,
-                                               (int)g.ld_second, batch.stride_a, &beta, g.out, (int)g.ld_out,
-                                               batch.stride_c, count));
+    QDQ_CUBLAS_CHECK(cublas().sgemm_strided_batched(handle(), op(g.trans_first), op(g.trans_second), (int)g.m,
+                                                    (int)g.n, (int)g.k, &alpha, g.first, (int)g.ld_first,
+                                                    batch.stride_b, g.second, (int)g.ld_second, batch.stride_a, &beta,
+                                                    g.out, (int)g.ld_out, batch.stride_c, count));
 }
 
 void gemm_batched_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
@@ -69,11 +68,10 @@ void gemm_batched_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     const ColumnMajorGemm g = column_major_gemm(trans_a, trans_b, M, N, K, nullptr, lda, nullptr, ldb, C, ldc);
     check_cublas_arguments(g, batch.count);
     ++launch_count;
-    QDQ_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n,
-                                                (int)g.k, &alpha, B, CUDA_R_16BF, (int)g.ld_first, batch.stride_b,
-                                                A, CUDA_R_16BF, (int)g.ld_second, batch.stride_a, &beta, g.out,
-                                                CUDA_R_32F, (int)g.ld_out, batch.stride_c, (int)batch.count,
-                                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    QDQ_CUBLAS_CHECK(cublas().gemm_strided_batched_ex(
+        handle(), op(g.trans_first), op(g.trans_second), (int)g.m, (int)g.n, (int)g.k, &alpha, B, CUDA_R_16BF,
+        (int)g.ld_first, batch.stride_b, A, CUDA_R_16BF, (int)g.ld_second, batch.stride_a, &beta, g.out, CUDA_R_32F,
+        (int)g.ld_out, batch.stride_c, (int)batch.count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace qdq::cuda
