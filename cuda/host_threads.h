@@ -183,7 +183,8 @@ inline void run_block_fibers(unsigned threads, void (*body)(void*), void* arg) {
     for (unsigned t = 0; t < threads; ++t) {
         Fiber& fiber = f.fibers[t];
         if (!fiber.stack) fiber.stack.reset(new char[kFiberStack]);  // untouched until used
-        fiber.context = boost::context::fiber(std::allocator_arg, KeptStack{fiber.stack.get(), kFiberStack}, fiber_entry);
+        KeptStack stack{fiber.stack.get(), kFiberStack};
+        fiber.context = boost::context::fiber(std::allocator_arg, stack, fiber_entry);
         fiber.done = false;
         fiber.waiting_on = nullptr;
     }
