@@ -102,37 +102,30 @@ void JsonFields::read(const char* key, std::vector<int>& out) {
     }
 }
 
+namespace {
+
+// A nullable field's value: none for null; otherwise `valid` says whether it holds `what`.
+template <typename T>
+std::optional<T> nullable(const JsonFields& fields, const char* key, const nlohmann::json& v, bool valid,
+                          const char* what) {
+    if (v.is_null()) return std::nullopt;
+    if (!valid) fields.fail(key, std::string("must be ") + what + " or null, got " + v.dump());
+    return v.get<T>();
+}
+
+}  // namespace
+
 void JsonFields::read(const char* key, std::optional<int64_t>& out) {
-    if (const nlohmann::json* v = value(key)) {
-        if (v->is_null()) {
-            out.reset();
-            return;
-        }
-        if (!v->is_number_integer()) fail(key, "must be an integer or null, got " + v->dump());
-        out = v->get<int64_t>();
-    }
+    if (const nlohmann::json* v = value(key))
+        out = nullable<int64_t>(*this, key, *v, v->is_number_integer(), "an integer");
 }
 
 void JsonFields::read(const char* key, std::optional<bool>& out) {
-    if (const nlohmann::json* v = value(key)) {
-        if (v->is_null()) {
-            out.reset();
-            return;
-        }
-        if (!v->is_boolean()) fail(key, "must be true, false or null, got " + v->dump());
-        out = v->get<bool>();
-    }
+    if (const nlohmann::json* v = value(key)) out = nullable<bool>(*this, key, *v, v->is_boolean(), "true, false");
 }
 
 void JsonFields::read(const char* key, std::optional<double>& out) {
-    if (const nlohmann::json* v = value(key)) {
-        if (v->is_null()) {
-            out.reset();
-            return;
-        }
-        if (!v->is_number()) fail(key, "must be a number or null, got " + v->dump());
-        out = v->get<double>();
-    }
+    if (const nlohmann::json* v = value(key)) out = nullable<double>(*this, key, *v, v->is_number(), "a number");
 }
 
 void JsonFields::read(const char* key, nlohmann::json& out) {
