@@ -204,7 +204,7 @@ const char* const kExportHelp =
     "logits, or start_logits and end_logits). With a \"quantization\" section the\n"
     "checkpoint's ranges (from 'qdqtrain calibrate' or a QAT run) become QuantizeLinear /\n"
     "DequantizeLinear pairs where the model quantizes, and nowhere else; without one the\n"
-    "model is float. Only 8-bit quantizers with narrow_range false can be exported.\n"
+    "model is float. Only 8-bit signed quantizers with narrow_range false can be exported.\n"
     "\n"
     "  --checkpoint PATH the weights (required)\n"
     "  --out FILE        the ONNX file to write (required)\n"
@@ -221,8 +221,9 @@ const char* const kSavePretrainedUsage =
     "usage: qdqtrain save-pretrained CONFIG --checkpoint PATH --out DIR [--set KEY=VALUE]...\n";
 const char* const kSavePretrainedHelp =
     "Writes the float task model of CONFIG with the weights of PATH as a Hugging Face\n"
-    "directory: config.json, model.safetensors, vocab.txt and tokenizer_config.json, which\n"
-    "transformers' from_pretrained and this project's model.init both load.\n"
+    "directory: config.json, model.safetensors, vocab.txt (a byte-level BPE's vocab.json\n"
+    "and merges.txt) and tokenizer_config.json, which transformers' from_pretrained and this\n"
+    "project's model.init both load.\n"
     "\n"
     "  --checkpoint PATH the weights (required)\n"
     "  --out DIR         the directory to write (required)\n";

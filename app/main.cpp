@@ -1,9 +1,10 @@
-// qdqtrain: the command-line entry point. Each subcommand reads a run config (trainers/run_config.h)
-// with --set overrides and hands it to the trainer or a task.
+// qdqtrain: the command-line entry point. Most subcommands read a run config
+// (trainers/run_config.h) with --set overrides and hand it to the trainer or a task; sweep reads
+// a sweep file, curves a run's folder, and selftest nothing.
 //
 // Exit codes, for scripts: 0 done; 1 failed while running (unreadable data, I/O); 2 bad usage or
-// a bad config (the message names the key); 3 training diverged (NaN/Inf); 130 stopped by
-// SIGINT/SIGTERM after writing a checkpoint that resumes the run.
+// a bad config (the message names the key); 3 training diverged (NaN/Inf); 77 selftest found no
+// device; 130 stopped by SIGINT/SIGTERM after writing a checkpoint that resumes the run.
 #include <unistd.h>
 
 #include <algorithm>

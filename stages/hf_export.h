@@ -5,8 +5,9 @@
 //   model.safetensors      float32 weights under Hugging Face's names; the masked-LM decoder is
 //                          tied to the word embeddings, so it is not stored, as transformers
 //                          itself leaves tied weights out
-//   vocab.txt              the run's data.vocab
-//   tokenizer_config.json  BertTokenizer with the run's do_lower_case
+//   vocab.txt              the run's data.vocab (a byte-level BPE's: vocab.json and merges.txt)
+//   tokenizer_config.json  BertTokenizer with the run's do_lower_case (a byte-level BPE's:
+//                          RobertaTokenizer)
 #pragma once
 
 #include <string>

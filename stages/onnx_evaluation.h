@@ -1,6 +1,7 @@
 // A task's evaluation set run through an exported model in ONNX Runtime and scored by the task's
 // own Task::score(): the metric of the model as deployed, and what it costs there. The pipeline
-// keeps the two it runs in onnx/evaluation.json (results/pipeline_results.h).
+// keeps those it runs in onnx/evaluation.json (results/pipeline_results.h): the FP32 and INT8
+// exports, and the accuracy budget's third when it leaves quantizers in float.
 #pragma once
 
 #include <map>

@@ -8,12 +8,13 @@
 //   qat_<name>/  each pipeline.qat_variants run, from the same calibration as qat/; the INT8
 //                export is of the best QAT run on validation
 //                (each training stage: config.json, metrics.jsonl, model.h5, eval_results.json,
-//                test_results.json; its checkpoints are removed when it finishes unless
-//                training.save_total_limit says how many to keep)
+//                and with a validation split test_results.json; its checkpoints are removed
+//                when it finishes unless training.save_total_limit says how many to keep)
 //   calibrate/   calibrate's output (stages/calibrate.h): the float model once, each method's
-//                ranges beside it
+//                ranges beside it; with pipeline.accuracy_budget, budget.json and budget/ranges.h5
 //   onnx/        model_fp32.onnx, model_int8.onnx (pipeline.onnx_target) and evaluation.json:
-//                both run in ONNX Runtime on the evaluation set (stages/onnx_evaluation.h)
+//                both run in ONNX Runtime on the evaluation set (stages/onnx_evaluation.h); and
+//                model_int8_every.onnx when the accuracy budget leaves quantizers in float
 //   results.json, results.md   one row per stage: the task's metrics (and ONNX latency)
 #pragma once
 

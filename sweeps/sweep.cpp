@@ -267,7 +267,7 @@ std::string slurm_script(const Sweep& sweep, const std::string& binary, int rank
     if (ranks < 1) throw std::invalid_argument("sweep: --ranks needs a positive number");
     if (ranks > 1 && sweep.command != "train")
         throw std::runtime_error("--ranks " + std::to_string(ranks) +
-                                 ": only 'train' runs data parallel, and this sweep's command is '" + sweep.command + "'");
+                                 ": a sweep's runs are data parallel under 'train' only, and this sweep's command is '" + sweep.command + "'");
     std::string s = "#!/bin/bash\n";
     s += "#SBATCH --job-name=qdqtrain-sweep\n";
     s += "#SBATCH --array=0-" + std::to_string(sweep.runs.size() - 1) + "\n";

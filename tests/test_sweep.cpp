@@ -178,7 +178,7 @@ TEST(Sweep, SlurmScriptIsValidBash) {
         slurm_script(sweep, "qdqtrain", 2);
         ADD_FAILURE() << "a pipeline sweep was given ranks";
     } catch (const std::runtime_error& e) {
-        EXPECT_NE(std::string(e.what()).find("only 'train' runs data parallel"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("data parallel under 'train' only"), std::string::npos) << e.what();
     }
 }
 
