@@ -144,7 +144,8 @@ const char* const kTrainHelp =
     "holds checkpoints resumes from the newest one and reaches the same weights as a run\n"
     "never stopped. Ctrl-C (or SIGTERM) saves a checkpoint and exits with 130.\n"
     "\n"
-    "  --no-resume       delete the output_dir's checkpoints and start from step 0\n";
+    "  --no-resume       delete the output_dir's checkpoints, and the model.h5 and\n"
+    "                    eval_results.json of a run finished there, and start from step 0\n";
 
 const char* const kCalibrateUsage =
     "usage: qdqtrain calibrate CONFIG [--checkpoint PATH] [--out DIR] [--sensitivity MODE] [--all-methods]\n"

@@ -1,7 +1,8 @@
 // What a run keeps and reads back in its output directory: an unreadable newest checkpoint is
 // set aside and the run resumes from the one before it, ending bit-identical to a run never
 // interrupted; a finished run run again adds nothing; training.save_total_limit says how many
-// checkpoints a finished run keeps beside model.h5, and never removes the newest or the best;
+// checkpoints a finished run keeps beside model.h5, and never removes the newest or the best
+// (with load_best_model_at_end or metric_for_best_model);
 // HF's dataloader_drop_last and save_only_model.
 #include <gtest/gtest.h>
 
@@ -198,6 +199,25 @@ TEST(Trainer, UnderALimitOfOneTheBestAndTheNewestCheckpointsAreKept) {
     EXPECT_EQ(checkpoint_names(stopped), checkpoint_names(straight));
     expect_same_weights(straight / "model.h5", stopped / "model.h5");
     EXPECT_EQ(metrics_records(straight), metrics_records(stopped));
+}
+
+// Hugging Face's Trainer tracks the best checkpoint whenever metric_for_best_model is given, and
+// keeps it out of save_total_limit's rotation whether or not it loads it at the end: as above,
+// with the best (step 4 or 8) kept beside the newest while training and alone once finished.
+TEST(Trainer, AGivenMetricForBestModelKeepsTheBestCheckpointUnderALimit) {
+    TempDir dir;
+    write_task_files(dir);
+    nlohmann::json raw = tiny_config(dir, "metric");
+    raw["training"]["save_total_limit"] = 1;
+    raw["training"]["metric_for_best_model"] = "accuracy";
+    raw["training"]["eval_steps"] = 4;
+    const fs::path out = dir.path() / "metric";
+    ASSERT_EQ(train_config(raw, 10).status, TrainStatus::interrupted);
+    const int64_t best = best_accuracy_step(out);
+    ASSERT_TRUE(best == 4 || best == 8) << best;
+    EXPECT_EQ(checkpoint_names(out), (std::vector<std::string>{checkpoint_name(best), "checkpoint-10.h5"}));
+    ASSERT_EQ(train_config(raw).status, TrainStatus::finished);
+    EXPECT_EQ(checkpoint_names(out), std::vector<std::string>{checkpoint_name(best_accuracy_step(out))});
 }
 
 // Hugging Face's evaluation_strategy (or eval_strategy) and save_strategy. The tiny run: 12

@@ -162,6 +162,8 @@ struct TrainingSettings {
     ScheduleKwargs lr_scheduler_kwargs;  // HF's, as optim/schedule.h lists them
     int64_t warmup_steps = 0;
     double warmup_ratio = 0;
+    // 50 where HF's is 500: the runs here are short (the main job's FP32 stage takes 170 steps),
+    // and 500 would log little but the last step.
     StepCount logging_steps{50};
     // HF's logging_strategy ("steps" unless set; "epoch" logs at each epoch's end, "no" only at
     // the last step, which is always logged here) and logging_first_step (a record after step 1).
@@ -177,7 +179,8 @@ struct TrainingSettings {
     double eval_delay = 0;
     bool eval_on_start = false;  // HF's: an evaluation before the first step (trainers/trainer.h)
     // Hugging Face's save_total_limit: the newest checkpoints kept (the best one too with
-    // load_best_model_at_end, and the newest always while training, which resumes from it);
+    // load_best_model_at_end or a metric_for_best_model given, and the newest always while
+    // training, which resumes from it);
     // when set, a finished run keeps that many beside model.h5 (0: none). Unset: 2 while
     // training and after; a pipeline's stages then keep none (stages/pipeline.h).
     std::optional<int64_t> save_total_limit;

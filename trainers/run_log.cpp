@@ -47,11 +47,12 @@ std::string format_value(const nlohmann::json& v) {
 RunLog::RunLog(const std::string& path, int64_t resume_step, int64_t total_steps, const std::string& events_dir)
     : path_(path), bar_("train", total_steps, resume_step) {
     if (path.empty()) return;
-    keep_records_up_to(path, resume_step);
+    const int64_t kept_to = resume_step > 0 ? resume_step : -1;
+    keep_records_up_to(path, kept_to);
     file_ = std::fopen(path.c_str(), "a");
     if (!file_) throw std::runtime_error(path + ": cannot open for appending");
     if (events_dir.empty()) return;
-    keep_events_up_to(events_dir, resume_step);
+    keep_events_up_to(events_dir, kept_to);
     events_.emplace(events_dir);
 }
 

@@ -21,6 +21,8 @@ class RunLog {
 public:
     // Keeps the records of steps up to resume_step and drops later ones: those came from the
     // part of an interrupted run that its last checkpoint does not hold, and will be written again.
+    // A run that starts at step 0 keeps none: no checkpoint holds step 0, and eval_on_start's
+    // record there is written again.
     // The event files of `events_dir` (empty: no TensorBoard) are kept to the same steps, and
     // this run's events go to a new file there. An empty path is a log that says nothing (a
     // data-parallel run's ranks other than 0).

@@ -106,11 +106,10 @@ void seed_rank_streams(Run& r) {
 }
 
 // Continues from the newest readable checkpoint of the output directory, or (without resume)
-// deletes them.
+// clears it of earlier runs (start_over).
 void resume_or_start(Run& r, bool resume) {
     if (!resume) {
-        if (r.world.is_root())
-            for (const std::string& path : list_checkpoints(r.out_dir)) fs::remove(path);
+        if (r.world.is_root()) start_over(r.out_dir);
         return;
     }
     std::optional<ReadableCheckpoint> newest = newest_readable_checkpoint(r.out_dir, r.world.is_root());
@@ -147,8 +146,12 @@ std::vector<RankRngs> gather_rank_rngs(const RankRngs& mine) {
     return all;
 }
 
-// The best checkpoint's name when the run loads it at the end, else empty.
-std::string best_to_keep(const Run& r) { return r.t.load_best_model_at_end ? r.state.best_checkpoint : ""; }
+// The best checkpoint's name when the run tracks one, else empty: it loads it at the end
+// (load_best_model_at_end), or a metric_for_best_model was given, under which Hugging Face's
+// Trainer also keeps the best checkpoint out of save_total_limit's rotation.
+std::string best_to_keep(const Run& r) {
+    return r.t.load_best_model_at_end || !r.t.metric_for_best_model.empty() ? r.state.best_checkpoint : "";
+}
 
 // Called by every rank at the same steps; rank 0 writes.
 void save(Run& r) {
@@ -163,8 +166,8 @@ void save(Run& r) {
     if (!r.world.is_root()) return;
     const NamedTensors optimizer = r.t.save_only_model ? NamedTensors{} : r.optimizer.state;
     save_checkpoint(r.out_dir + "/" + checkpoint_name(r.state.step), {r.model.state_dict(), optimizer, r.state, r.resolved});
-    // The newest is kept whatever the limit, the run resumes from it; and so is the best, which
-    // load_best_model_at_end loads at the end.
+    // The newest is kept whatever the limit, the run resumes from it; and so is the best
+    // (best_to_keep).
     const int64_t keep = std::max<int64_t>(1, r.t.save_total_limit.value_or(kSaveTotalLimitWhileTraining));
     prune_checkpoints(r.out_dir, (int)keep, {checkpoint_name(r.state.step), best_to_keep(r)});
 }
@@ -252,8 +255,8 @@ TrainOutcome finish(Run& r, RunLog& log) {
         nn::save_hdf5(r.model, r.task.model_config(), r.out_dir + "/model.h5");
         write_json_file(r.out_dir + "/eval_results.json", metrics_to_json(r.last_metrics));
         // model.h5 now holds the run's result: a set limit applies to what a finished run keeps,
-        // the best first when it was loaded, as Hugging Face's Trainer ends under a limit of 1;
-        // 0 keeps none.
+        // the best first when the run tracks it, as Hugging Face's Trainer ends under a limit of
+        // 1; 0 keeps none.
         if (const std::optional<int64_t> limit = r.t.save_total_limit)
             prune_checkpoints(r.out_dir, (int)*limit, *limit > 0 ? std::vector{best_to_keep(r)} : std::vector<std::string>{});
     }
@@ -336,6 +339,10 @@ TrainOutcome train(const RunConfig& config, Task& task, const TrainOptions& opti
     r.out_dir = t.output_dir;
     r.metric = t.metric_for_best_model.empty() ? task.main_metric() : t.metric_for_best_model;
     r.resolved = saved_run_config(config, task);
+    if (r.loader.batches_per_epoch() == 0)  // HF's Trainer stops at step 0 with a warning; no step could run
+        throw ConfigError(config.source + ": training.dataloader_drop_last drops every batch: the " +
+                          std::to_string(task.train_size()) + " training examples are fewer than one batch of " +
+                          std::to_string(r.loader_batch()) + " (training.per_device_train_batch_size × ranks)");
     const int64_t total_steps = total_train_steps(t, r.loader.batches_per_epoch());
     const RunSchedule schedule = run_schedule(config, total_steps);
     fs::create_directories(t.output_dir);
