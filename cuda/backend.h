@@ -133,11 +133,11 @@ void dropout_backward(float* dx, const float* dy, uint64_t key, float p, float s
 void embedding_forward(float* out, const float* weight, const int32_t* ids, int64_t n, int64_t C);
 void embedding_backward(float* dweight, const float* dout, const int32_t* ids, int64_t n, int64_t C, int64_t padding_idx);
 // Fake quantization's ranges are checked on the device without a wait, by fake_quant_forward:
-// the first that is NaN, infinite or negative is reported by the next copy from the device to
-// the host, which throws the CPU op's error. A check writes range_fault_word() (made on first
-// use), which marks that one ran; copy then takes range_fault_to_read(), the word if a check ran
-// since its last read (null otherwise), reads it with its own copy's wait, and hands the value
-// to report_range_fault.
+// the first that is NaN, infinite or negative (or else an unsigned quantizer's negative input)
+// is reported by the next copy from the device to the host, which throws the CPU op's error. A
+// check writes range_fault_word() (made on first use), which marks that one ran; copy then takes
+// range_fault_to_read(), the word if a check ran since its last read (null otherwise), reads it
+// with its own copy's wait, and hands the value to report_range_fault.
 unsigned long long* range_fault_word();
 const unsigned long long* range_fault_to_read();
 void report_range_fault(unsigned long long word);

@@ -47,14 +47,26 @@ QDQ_HOST_DEVICE float fake_quant_value(float x, float scale, float divisor, floa
 enum SteRule : int { kClippedSte = 0, kPact = 1, kLsq = 2 };
 
 // What one element adds to a learned range's gradient (before the sum's factor), given dy:
-// PACT (learn_amax): +1 where x >= amax, −1 where x <= −amax, else 0;
+// PACT (learn_amax): [x >= amax] − [x <= −amax], the clip's upper bound's gradient less its lower
+// one's, so 0 where both hold (amax = x = 0), as in PQ's Clip;
 // LSQ (learn_step_size): ∂(y/s)/∂s, round(v) − v for v = x·scale inside [lo, hi], the bound
 // crossed outside.
-QDQ_HOST_DEVICE float pact_amax_term(float x, float amax) { return x >= amax ? 1.0f : (x <= -amax ? -1.0f : 0.0f); }
+QDQ_HOST_DEVICE float pact_amax_term(float x, float amax) {
+    return (x >= amax ? 1.0f : 0.0f) - (x <= -amax ? 1.0f : 0.0f);
+}
 QDQ_HOST_DEVICE float lsq_step_term(float x, float scale, float lo, float hi) {
     const float v = x * scale;
     const float inside = ((v + kRoundShift) - kRoundShift) - v;
     return v < lo ? lo : (hi < v ? hi : inside);
+}
+
+// The word fake quantization's checks on the device leave (cuda/range_fault.cu): 0 for no fault,
+// else the first, inverted, ~((channel << 32) | the offending float's bits), so that atomicMax
+// keeps the smallest channel. A negative input of unsigned quantization, which PQ's kernel
+// asserts against, takes the channel kNegativeInputFault: after every range's.
+constexpr uint32_t kNegativeInputFault = 0xffffffffu;
+QDQ_HOST_DEVICE unsigned long long fault_word_of(uint64_t channel, float value) {
+    return ~((channel << 32) | float_bits(value));
 }
 
 // A histogram calibrator's bin for |x| = v within its range (quant/calibrators.h):

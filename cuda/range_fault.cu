@@ -1,7 +1,7 @@
-// Fake quantization's ranges checked on the device (check_range, cuda/kernels/fake_quant.cuh, in
-// the forward's own kernel) instead of read back on every call: a check records the first bad
-// range in a device word, and the next read from the device (copy, to the host) reads the word
-// with it and reports it. A QAT step would otherwise wait for the device once per quantizer, 240
+// Fake quantization's ranges, and an unsigned one's inputs, checked on the device (check_range,
+// check_unsigned_input, cuda/kernels/fake_quant.cuh, in the forward's own kernel) instead of read
+// back on every call: a check records the first fault in a device word, and the next read from
+// the device (copy, to the host) reads the word with it and reports it. A QAT step would otherwise wait for the device once per quantizer, 240
 // times at BERT-base.
 #include <atomic>
 #include <mutex>
@@ -10,6 +10,7 @@
 
 #include "cuda/backend.h"
 #include "cuda/host_device.h"
+#include "cuda/quant_math.h"
 
 namespace qdq::cuda {
 
@@ -36,8 +37,11 @@ void report_range_fault(unsigned long long inverted) {
     if (inverted == 0) return;
     memset_zero(fault_word, sizeof *fault_word);  // reported once
     const unsigned long long fault = ~inverted;
-    const float range = float_of_bits((uint32_t)(fault & 0xffffffffu));
-    throw std::runtime_error("fake_quant: amax[" + std::to_string(fault >> 32) + "] = " + std::to_string(range) +
+    const float value = float_of_bits((uint32_t)(fault & 0xffffffffu));
+    if ((fault >> 32) == kNegativeInputFault)
+        throw std::runtime_error("fake_quant: negative values in unsigned quantization (PQ raises the same; one is " +
+                                 std::to_string(value) + "); found on the device by a fake quantization before this read");
+    throw std::runtime_error("fake_quant: amax[" + std::to_string(fault >> 32) + "] = " + std::to_string(value) +
                              ": amax must be finite and >= 0 (NaN: not calibrated); found on the device by a "
                              "fake quantization before this read");
 }

@@ -137,8 +137,9 @@ double learned_range_factor(const QuantParams& p, const AxisSplit& split, float 
 }
 
 // The forward pass on the device (cuda/kernels/fake_quant.cuh): fake-quantized values, or with
-// `codes` the integer codes. The kernel checks the ranges too, and a bad one is the error of
-// the next read from the device (cuda::report_range_fault), not a wait on every call.
+// `codes` the integer codes. The kernel checks the ranges too (and an unsigned quantizer's
+// inputs), and a bad one is the error of the next read from the device
+// (cuda::report_range_fault), not a wait on every call.
 Tensor fake_quant_values_cuda(const Tensor& x, const Tensor& amax, const QuantParams& p, const AxisSplit& split, bool codes) {
     Tensor y = empty(x.shape(), DType::F32, Device::CUDA);
     cuda::fake_quant_forward(y.f32(), x.f32(), amax.f32(), quant_bound(p), quant_min(p), split.n, split.inner, x.numel(),

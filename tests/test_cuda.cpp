@@ -316,6 +316,31 @@ TEST(Cuda, FakeQuantChecksItsRangesWithoutWaiting) {
     EXPECT_THROW(x.detach().to(Device::CPU), std::runtime_error);
 }
 
+// An unsigned quantizer's negative input is refused on the device as on the CPU (PQ's CUDA
+// kernel asserts it): by the next read from the device, naming a negative value, and once.
+TEST(Cuda, UnsignedFakeQuantRefusesNegativeInputsOnTheDevice) {
+    REQUIRE_CUDA_DEVICE();
+    const QuantParams unsigned_8{.num_bits = 8, .unsigned_ = true};
+    const std::vector<float> negative = {0.5f, -0.25f, 1.0f};
+    EXPECT_THROW(fake_quant(from_vector({3}, negative), full({}, 1.0f), unsigned_8), std::runtime_error);
+    const Tensor range = full({}, 1.0f, Device::CUDA);
+    const Tensor fine = fake_quant(from_vector({3}, {0.0f, 0.5f, 1.0f}).to(Device::CUDA), range, unsigned_8);
+    EXPECT_NO_THROW(fine.to(Device::CPU));
+    for (bool codes : {false, true}) {
+        const Tensor x = from_vector({3}, negative).to(Device::CUDA);
+        const Tensor y = codes ? quant_codes(x, range, unsigned_8) : fake_quant(x, range, unsigned_8);
+        try {
+            y.to(Device::CPU);
+            ADD_FAILURE() << "a negative input was not reported, codes " << codes;
+        } catch (const std::runtime_error& e) {
+            const std::string message = e.what();
+            EXPECT_NE(message.find("negative values in unsigned quantization"), std::string::npos) << message;
+            EXPECT_NE(message.find("-0.25"), std::string::npos) << message;
+        }
+        EXPECT_NO_THROW(y.to(Device::CPU));
+    }
+}
+
 namespace {
 
 // A product's output and its inputs' gradients (of the sum of the output) on `device`.

@@ -281,6 +281,18 @@ TEST(FakeQuantLearnedAmax, GradientsAreTheClips) {
     EXPECT_EQ(amax.grad().item(), (float)da);
 }
 
+// At a zero range a zero input is at both of the clip's bounds: PQ's Clip sends its gradient to
+// the upper bound and to the lower, which cancel in amax's (d/da of clamp(0, −a, a) is 0). The
+// others add w·sign(x), the forward difference of Σ w·clamp(x, −a, a) from a = 0.
+TEST(FakeQuantLearnedAmax, AZeroInputAddsNothingToAZeroRangesGradient) {
+    Tensor x = from_vector({4}, {-1.0f, 0.0f, 0.0f, 2.0f}).set_requires_grad();
+    Tensor amax = full({}, 0.0f).set_requires_grad();
+    Tensor w = from_vector({4}, {0.5f, 3.0f, -7.0f, 0.25f});
+    backward(fake_quant(x, amax, {.learn_amax = true}), w);
+    EXPECT_EQ(amax.grad().item(), -0.5f + 0.25f);
+    EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{0, 0, 0, 0}));
+}
+
 // d/da Σ w·clamp(x, −a, a) by central differences, with no x within h of ±a (the kinks).
 TEST(FakeQuantLearnedAmax, AmaxGradientMatchesFiniteDifferencesOfTheClip) {
     std::vector<float> values = {-3.0f, -1.25f, -0.5f, 0.0f, 0.75f, 1.25f, 2.0f, -0.99f, 1.01f};

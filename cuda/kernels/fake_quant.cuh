@@ -15,12 +15,16 @@
 
 namespace qdq::cuda {
 
-// The first channel whose range fake quantization cannot use (NaN, infinite or negative), kept
-// inverted, ~((channel << 32) | the range's bits), so that a word zeroed on the device means no
-// fault and atomicMax keeps the smallest channel with its value.
+// The first channel whose range fake quantization cannot use (NaN, infinite or negative), in the
+// fault word (fault_word_of).
 __device__ inline void check_range(const float* amax, int64_t c, unsigned long long* fault) {
     const float a = amax[c];
-    if (!(a >= 0.0f && a < INFINITY)) atomicMax(fault, ~(((unsigned long long)c << 32) | float_bits(a)));
+    if (!(a >= 0.0f && a < INFINITY)) atomicMax(fault, fault_word_of((uint64_t)c, a));
+}
+
+// A negative input where the integer range starts at lo = 0, which only unsigned quantization's does.
+__device__ inline void check_unsigned_input(float x, float lo, unsigned long long* fault) {
+    if (lo == 0.0f && x < 0.0f) atomicMax(fault, fault_word_of(kNegativeInputFault, x));
 }
 
 struct RangeCheckOp {
@@ -29,7 +33,8 @@ struct RangeCheckOp {
     __device__ void operator()(int64_t c) const { check_range(amax, c, fault); }
 };
 
-// Threads 0 to C − 1 (there are n ≥ C of them) also check the ranges, which saves a launch.
+// Threads 0 to C − 1 (there are n ≥ C of them) also check the ranges, which saves a launch; each
+// thread checks its input when unsigned.
 struct FakeQuantForwardOp {
     float* y;
     const float* x;
@@ -41,6 +46,7 @@ struct FakeQuantForwardOp {
     unsigned long long* fault;
     __device__ void operator()(int64_t i) const {
         if (i < C) check_range(amax, i, fault);
+        check_unsigned_input(x[i], lo, fault);
         const float a = amax[(i / inner) % C];
         const ChannelScale s = channel_scale(a, bound);
         y[i] = fake_quant_value(x[i], s.scale, codes ? 1.0f : s.divisor, lo, bound, clip_to_amax ? a : INFINITY);
