@@ -20,6 +20,7 @@
 #include "trainers/trainer.h"
 
 using namespace qdq;
+using qdq::testing::evaluated_steps;
 using qdq::testing::expect_same_weights;
 using qdq::testing::metrics_records;
 using qdq::testing::TempDir;
@@ -231,10 +232,7 @@ TEST(Trainer, EvaluationAndSaveStrategiesAreHuggingFaces) {
         raw["training"]["save_total_limit"] = 5;
         for (const auto& [key, value] : keys.items()) raw["training"][key] = value;
         EXPECT_EQ(train_config(raw).status, TrainStatus::finished) << out;
-        std::vector<int64_t> steps;
-        for (const nlohmann::json& r : metrics_records(dir.path() / out))
-            if (r.contains("eval_accuracy")) steps.push_back(r["step"].get<int64_t>());
-        return std::pair{steps, checkpoint_names(dir.path() / out)};
+        return std::pair{evaluated_steps(dir.path() / out), checkpoint_names(dir.path() / out)};
     };
     using Steps = std::vector<int64_t>;
     using Names = std::vector<std::string>;

@@ -16,6 +16,7 @@
 #include "trainers/trainer.h"
 
 using namespace qdq;
+using qdq::testing::evaluated_steps;
 using qdq::testing::MeddlingTask;
 using qdq::testing::metrics_records;
 using qdq::testing::TempDir;
@@ -32,14 +33,6 @@ TrainOutcome train_over(const nlohmann::json& raw, int64_t stop_at = 0) {
     std::unique_ptr<Task> task = make_task(config, {});
     if (stop_at > 0) task = std::make_unique<MeddlingTask>(std::move(task), stop_at, MeddlingTask::Action::stop);
     return train(config, *task, {.resume = false});
-}
-
-// The steps of the evaluation records in `dir`'s log, in order.
-std::vector<int64_t> evaluated_steps(const fs::path& dir) {
-    std::vector<int64_t> steps;
-    for (const nlohmann::json& r : metrics_records(dir))
-        if (r.contains("eval_accuracy")) steps.push_back(r["step"].get<int64_t>());
-    return steps;
 }
 
 }  // namespace

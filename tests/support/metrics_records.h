@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ inline std::vector<nlohmann::json> metrics_records(const std::filesystem::path& 
         out.push_back(r);
     }
     return out;
+}
+
+// The steps of <dir>/metrics.jsonl's evaluation records (those with eval_accuracy), in order.
+inline std::vector<int64_t> evaluated_steps(const std::filesystem::path& dir) {
+    std::vector<int64_t> steps;
+    for (const nlohmann::json& r : metrics_records(dir))
+        if (r.contains("eval_accuracy")) steps.push_back(r["step"].get<int64_t>());
+    return steps;
 }
 
 }  // namespace qdq::testing
