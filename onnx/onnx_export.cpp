@@ -69,6 +69,7 @@ struct Builder {
     State& state;
     const nn::BertConfig& config;
     QdqTarget target;
+    bool clip_inputs_to_amax, clip_weights_to_amax;  // OnnxExportOptions'
     std::set<std::string> constants;
 
     // Constants shared by every node that needs them, created on first use.
@@ -125,7 +126,14 @@ std::string quantize_activation(Builder& b, const std::string& x, const std::str
     // uint8 with zero point 128 is int8 with zero point 0 shifted by 128: the same clamp at
     // [-128, 127] quanta, the same values after DequantizeLinear.
     const bool unsigned_shifted = b.target == QdqTarget::OnnxRuntimeCpu;
-    return qdq(b, x, quantizer_name(amax_key), {(*amax)[0] / kInt8Bound}, std::nullopt,
+    const std::string name = quantizer_name(amax_key);
+    std::string clipped = x;
+    if (b.clip_inputs_to_amax) {
+        const std::string low = add_f32(b.g, name + ".clip_min", {}, {-(*amax)[0]});
+        const std::string high = add_f32(b.g, name + ".clip_max", {}, {(*amax)[0]});
+        clipped = add_node(b.g, "Clip", name + ".clip", {x, low, high});
+    }
+    return qdq(b, clipped, name, {(*amax)[0] / kInt8Bound}, std::nullopt,
                unsigned_shifted ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8, unsigned_shifted ? 128 : 0);
 }
 
@@ -153,11 +161,13 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
         // give exactly that.
         for (float a : *amax) scale.push_back(a <= kMinAmax ? 1.0f : a / kInt8Bound);
         for (int64_t o = 0; o < out; ++o) {
-            const ChannelScale pq = channel_scale((*amax)[amax->size() == 1 ? 0 : (size_t)o], kInt8Bound);
+            const float a = (*amax)[amax->size() == 1 ? 0 : (size_t)o];
+            const ChannelScale pq = channel_scale(a, kInt8Bound);
             divisor[(size_t)o] = pq.divisor;
+            const float clip = b.clip_weights_to_amax ? a : INFINITY;
             for (int64_t i = 0; i < in; ++i) {
                 float& v = w[(size_t)(o * in + i)];
-                v = fake_quant_value(v, pq.scale, 1.0f, -128.0f, kInt8Bound, INFINITY);  // w holds codes now
+                v = fake_quant_value(v, pq.scale, 1.0f, -128.0f, kInt8Bound, clip);  // w holds codes now
             }
         }
     }
@@ -341,7 +351,7 @@ onnx::ModelProto build_model(const NamedTensors& named, const nn::BertConfig& co
     for (const char* input : {"input_ids", "attention_mask", "token_type_ids"})
         add_input(g, input, onnx::TensorProto::INT64, {"batch", "sequence"});
 
-    Builder b{g, state, config, options.target, {}};
+    Builder b{g, state, config, options.target, options.clip_inputs_to_amax, options.clip_weights_to_amax, {}};
     std::string mask = attention_mask(b);
     std::string x = embeddings(b);
     for (int i = 0; i < config.num_hidden_layers; ++i) x = encoder_layer(b, x, mask, i);

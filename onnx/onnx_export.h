@@ -75,6 +75,11 @@ enum class OnnxHead { SequenceClassification, QuestionAnswering };
 
 struct OnnxExportOptions {
     QdqTarget target = QdqTarget::TensorRT;
+    // PQ's PACT (learn_amax) on the activations' descriptor or the weights': such a quantizer
+    // clips x to ±amax before it quantizes, so its lowest code is −127 where QuantizeLinear alone
+    // saturates at −128. The export writes the clip too: a Clip before each activation's
+    // QuantizeLinear, and the weights' codes taken from their clipped values.
+    bool clip_inputs_to_amax = false, clip_weights_to_amax = false;
 };
 
 // A quantizer's name in the graph, which prefixes its Q/DQ nodes and parameters: the module's

@@ -92,7 +92,12 @@ nlohmann::json export_task_onnx(const RunConfig& config, const std::string& chec
     check_calibrated(task->model(), "export a checkpoint written by 'qdqtrain calibrate' or a QAT run, or a config "
                                     "without a \"quantization\" section for a float export");
     const OnnxHead head = onnx_head(config);
-    export_onnx(task->model().state_dict(), task->model_config(), head, {target}, out_path);
+    OnnxExportOptions options{.target = target};
+    if (const std::optional<QuantizationConfig>& q = config.quantization) {
+        options.clip_inputs_to_amax = q->input.learn_amax;
+        options.clip_weights_to_amax = q->weight.learn_amax;
+    }
+    export_onnx(task->model().state_dict(), task->model_config(), head, options, out_path);
     const nlohmann::json outputs = head == OnnxHead::SequenceClassification
                                        ? nlohmann::json::array({"logits"})
                                        : nlohmann::json::array({"start_logits", "end_logits"});

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "tests/support/run_files.h"
 #include "tests/support/run_qdqtrain.h"
@@ -106,6 +108,19 @@ TEST(ExportCommand, ExportsFloatAndQdqAndRejectsWhatOnnxCannotHold) {
     EXPECT_NE(p.output.find("missing --out"), std::string::npos) << p.output;
 
     expect_unsupported_quantizers_refused(dir, raw, qdq, out);
+    // PACT inputs (learn_amax) are exported with their clip before each QuantizeLinear
+    // (onnx/onnx_export.h): its bounds are initializers named after the quantizer.
+    const auto holds_clip = [&](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        return bytes.find("_input_quantizer.clip_min") != std::string::npos;
+    };
+    EXPECT_FALSE(holds_clip(out));
+    nlohmann::json pact = run_config_to_json(qdq.config);
+    pact["quantization"]["input"]["learn_amax"] = true;
+    p = export_command(write_run(dir, "pact.json", pact, qdq.checkpoint), out, "");
+    EXPECT_EQ(p.status, 0) << p.output;
+    EXPECT_TRUE(holds_clip(out));
     // A float checkpoint under a quantizing config has no ranges; a calibrated one under a float
     // config would lose them.
     p = export_command({qdq.config_path, fp32.checkpoint, {}}, out, "");

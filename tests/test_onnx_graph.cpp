@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
+#include "autograd/ops.h"
 #include "tests/support/gradcheck.h"
 #include "tests/test_onnx_support.h"
 
@@ -311,6 +312,49 @@ TEST(OnnxGraph, VanishingWeightChannelIsExportedAsZeros) {
     for (int64_t i = 0; i < C; ++i) EXPECT_EQ(w[i * C + 3], 0.0f);
     EXPECT_NE(w[4], 0.0f);
     EXPECT_EQ(floats(initializer(m, "layer.0.attention.self.value._weight_quantizer.scale"))[3], 1.0f);
+}
+
+// PQ's PACT (learn_amax) clips x to ±amax before quantizing, so its lowest code is −127 where
+// QuantizeLinear alone saturates at −128. Exported so, each activation's QuantizeLinear reads a
+// Clip at ±amax, and a weight's codes are PQ's codes of clamp(w, −amax, amax) (its amax halved
+// here, so that both ends clip).
+TEST(OnnxGraph, PactRangesAreExportedWithTheirClip) {
+    const nn::BertConfig config = tiny_bert_config();
+    NamedTensors state = quantized_state(OnnxHead::QuestionAnswering);
+    const std::string key = "bert.encoder.layer.0.intermediate.dense", q = "layer.0.intermediate.dense";
+    for (NamedTensor& t : state)
+        if (t.name == key + "._weight_quantizer._amax") t.tensor = mul_scalar(t.tensor, 0.5f);
+    const OnnxExportOptions pact{.target = QdqTarget::OnnxRuntimeCpu, .clip_inputs_to_amax = true, .clip_weights_to_amax = true};
+    onnx::ModelProto m;
+    ASSERT_TRUE(m.ParseFromString(export_onnx_bytes(state, config, OnnxHead::QuestionAnswering, pact)));
+    const onnx::ModelProto plain = exported(state, OnnxHead::QuestionAnswering, QdqTarget::OnnxRuntimeCpu);
+    EXPECT_EQ(find_node(plain, q + "._input_quantizer.clip"), nullptr);
+    const onnx::NodeProto* quantize = find_node(m, q + "._input_quantizer.quantize");
+    ASSERT_NE(quantize, nullptr);
+    const onnx::NodeProto* clip = find_node(m, quantize->input(0));
+    ASSERT_NE(clip, nullptr);
+    EXPECT_EQ(clip->op_type(), "Clip");
+    const float a = values_of(state, key + "._input_quantizer._amax")[0];
+    EXPECT_EQ(floats(initializer(m, clip->input(1))), std::vector<float>{-a});
+    EXPECT_EQ(floats(initializer(m, clip->input(2))), std::vector<float>{a});
+
+    const std::vector<float> amax = values_of(state, key + "._weight_quantizer._amax");
+    std::vector<float> w = values_of(state, key + ".weight");
+    const int64_t C = config.hidden_size, I = config.intermediate_size;
+    for (size_t i = 0; i < w.size(); ++i) {
+        const float bound = amax[amax.size() == 1 ? 0 : i / (size_t)C];
+        w[i] = std::clamp(w[i], -bound, bound);
+    }
+    const std::vector<float> expected = pq_codes(w, amax, C);
+    const onnx::TensorProto& codes = initializer(m, q + "._weight_quantizer.codes");
+    int lowest = 0;
+    for (int64_t o = 0; o < I; ++o)
+        for (int64_t i = 0; i < C; ++i) {
+            const int8_t stored = (int8_t)codes.raw_data()[(size_t)(i * I + o)];
+            ASSERT_EQ(stored, expected[(size_t)(o * C + i)]) << o << ", " << i;
+            lowest += stored == -127;
+        }
+    EXPECT_GT(lowest, 0) << "no weight clipped at its lower end";
 }
 
 TEST(OnnxGraph, RejectsWhatItCannotExportFaithfully) {
