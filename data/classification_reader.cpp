@@ -223,6 +223,12 @@ ClassificationOptions rte_options() {
     return options;
 }
 
+ClassificationOptions wnli_options() {
+    ClassificationOptions options;
+    options.label_names = {"not_entailment", "entailment"};
+    return options;
+}
+
 ClassificationColumns premise_hypothesis_columns() {
     return {.id = "", .text_a = "premise", .text_b = "hypothesis", .label = {"label"}};
 }

@@ -1,4 +1,4 @@
-// Text classification files (NLI pairs, SST-2, RTE, IMDB as CSV or JSONL) into TextExample.
+// Text classification files (NLI pairs, SST-2, RTE, WNLI, IMDB as CSV or JSONL) into TextExample.
 //
 // The file kind follows the name: *.jsonl[.gz] is one JSON object per line (MultiNLI/SNLI
 // releases, the IMDB and Wikipedia files here), where the column names below are keys; anything
@@ -15,7 +15,9 @@
 // Label orders, as GLUE and Hugging Face number them, and what the shared data files hold:
 //   3-way NLI: entailment 0, neutral 1, contradiction 2. Names in every file here: MNLI and SNLI
 //     (lower case, "-" rows in the MultiNLI/SNLI CSVs), SICK (upper case), TextFooler.
-//   RTE and WNLI (2-way): entailment 0, not_entailment 1. Names in the CSV copies here.
+//   RTE (2-way): entailment 0, not_entailment 1. WNLI (2-way) the other way round:
+//     not_entailment 0, entailment 1 (GLUE's WNLI TSVs, Hugging Face's glue/wnli). Names in the
+//     CSV copies here.
 //   SST-2 and IMDB: negative 0, positive 1. GLUE's SST-2 TSVs and the IMDB JSONL hold the numbers
 //     0/1; Kaggle's IMDB CSV holds the names.
 // A model whose config.json names these labels in another order gets them in its own
@@ -80,19 +82,21 @@ ClassificationOptions nli_options();
 ClassificationOptions headerless_nli_options();
 // SICK.txt: pair_ID, sentence_A, sentence_B, entailment_label (upper case), tab-separated.
 ClassificationOptions sick_options();
-// GLUE RTE/WNLI: GLUE's column names with the 2-way labels. The CSV copies here name their
-// columns premise, hypothesis, label: see premise_hypothesis_columns().
+// GLUE RTE and WNLI: GLUE's column names with each one's 2-way labels. The CSV copies here name
+// their columns premise, hypothesis, label: see premise_hypothesis_columns().
 ClassificationOptions rte_options();
+ClassificationOptions wnli_options();
 ClassificationColumns premise_hypothesis_columns();
 // GLUE SST-2: sentence, label. Its test.tsv has index and sentence only: set labelled = false
 // and columns.id = "index".
 ClassificationOptions sst2_options();
 
 // The presets by data.dataset's names (imdb: imdb_reader.h's JSONL, or aclImdb's folders).
-enum class ClassificationDataset { nli, headerless_nli, sick, rte, sst2, imdb };
+enum class ClassificationDataset { nli, headerless_nli, sick, rte, wnli, sst2, imdb };
 inline constexpr std::pair<const char*, ClassificationDataset> kClassificationDatasetNames[] = {
     {"nli", ClassificationDataset::nli},   {"headerless_nli", ClassificationDataset::headerless_nli},
     {"sick", ClassificationDataset::sick}, {"rte", ClassificationDataset::rte},
-    {"sst2", ClassificationDataset::sst2}, {"imdb", ClassificationDataset::imdb}};
+    {"wnli", ClassificationDataset::wnli}, {"sst2", ClassificationDataset::sst2},
+    {"imdb", ClassificationDataset::imdb}};
 
 }  // namespace qdq

@@ -121,8 +121,10 @@ TEST(SharedDataReader, GlueSst2RteWnli) {
     two_way.columns = premise_hypothesis_columns();
     expect_counts(read_classification(data_path("glue/RTE/train.csv"), two_way), 2490, 0, {1249, 1241});
     expect_counts(read_classification(data_path("glue/RTE/dev.csv"), two_way), 277, 0, {146, 131});
-    expect_counts(read_classification(data_path("glue/WNLI/train.csv"), two_way), 635, 0, {312, 323});
-    expect_counts(read_classification(data_path("glue/WNLI/dev.csv"), two_way), 71, 0, {31, 40});
+    ClassificationOptions wnli = wnli_options();  // not_entailment 0, entailment 1
+    wnli.columns = premise_hypothesis_columns();
+    expect_counts(read_classification(data_path("glue/WNLI/train.csv"), wnli), 635, 0, {323, 312});
+    expect_counts(read_classification(data_path("glue/WNLI/dev.csv"), wnli), 71, 0, {40, 31});
 }
 
 // STS-B is regression (a 0-5 score), which TextExample's class label cannot hold; the delimited

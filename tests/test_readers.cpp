@@ -197,7 +197,7 @@ TEST(ClassificationReader, BadInputNamesFileAndLine) {
     expect_error([&] { read_classification(unlabelled); }, {unlabelled + ":1", "no label key (gold_label, label)"});
 }
 
-TEST(ClassificationReader, RteSst2AndSickLayouts) {
+TEST(ClassificationReader, RteWnliSst2AndSickLayouts) {
     TempDir dir;
     ClassificationOptions rte = rte_options();
     rte.columns = premise_hypothesis_columns();
@@ -206,6 +206,14 @@ TEST(ClassificationReader, RteSst2AndSickLayouts) {
     EXPECT_EQ(pairs.stats.label_counts, (std::vector<int64_t>{1, 1}));
     EXPECT_EQ(pairs.examples.at(0).text_a, "A, B");
     EXPECT_EQ(pairs.examples.at(0).label, 1);
+    // WNLI numbers its labels the other way round from RTE: GLUE's 1, like the name, is entailment.
+    const ClassificationData wnli = read_classification(
+        dir.write("wnli.tsv", "index\tsentence1\tsentence2\tlabel\n0\tThe pin made a hole.\tIt had a hole.\t1\n"
+                              "1\tHe is short.\tBilly is short.\tnot_entailment\n"),
+        wnli_options());
+    EXPECT_EQ(wnli.examples.at(0).label, 1);
+    EXPECT_EQ(wnli.examples.at(1).label, 0);
+    EXPECT_EQ(wnli_options().label_names.at(1), "entailment");
     const ClassificationData sst2 =
         read_classification(dir.write("sst.tsv", "sentence\tlabel\ngood \t1\nbad \t0\n"), sst2_options());
     EXPECT_EQ(sst2.examples.at(0).text_a, "good ");

@@ -63,6 +63,7 @@ ClassificationOptions dataset_preset(ClassificationDataset dataset) {
     case ClassificationDataset::headerless_nli: return headerless_nli_options();
     case ClassificationDataset::sick: return sick_options();
     case ClassificationDataset::rte: return rte_options();
+    case ClassificationDataset::wnli: return wnli_options();
     case ClassificationDataset::sst2: return sst2_options();
     case ClassificationDataset::imdb: return imdb_jsonl_options();
     }

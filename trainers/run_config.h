@@ -3,7 +3,7 @@
 //   "model":    config (path to config.json, or the object inline), init (weights: a HF directory,
 //               .safetensors or .h5; absent = HF's random initialisation)
 //   "data":     task ("classification" | "squad" | "mlm"), dataset (classification preset: nli,
-//               headerless_nli, sick, rte, sst2, imdb), train_files, eval_files, data_dir,
+//               headerless_nli, sick, rte, wnli, sst2, imdb), train_files, eval_files, data_dir,
 //               vocab (the tokenizer: a vocab.txt for WordPiece, a vocab.json with merges.txt
 //               beside it for byte-level BPE, or a Hugging Face model directory holding either;
 //               unset: model.init's directory when it is one, as AutoTokenizer.from_pretrained
