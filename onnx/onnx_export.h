@@ -58,8 +58,8 @@
 // For onnxruntime-cpu, a quantized weight whose input quantizer is disabled is stored already
 // fake-quantized, as float: ORT fuses DequantizeLinear(weight) → MatMul with a float input into
 // MatMulNBits, which by default (session.qdq_matmulnbits_accuracy_level 4) quantizes that input
-// to int8 on the fly, a quantization the model never did. tensorrt files keep that Q/DQ; run
-// them in ORT with accuracy level 1 to get ONNX's meaning.
+// to int8 on the fly, a quantization the model never did. tensorrt files keep that Q/DQ; ORT
+// gives ONNX's meaning at accuracy level 1, which run_onnxruntime sets (onnx/onnx_runtime.h).
 #pragma once
 
 #include <string>

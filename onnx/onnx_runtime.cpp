@@ -17,6 +17,7 @@ namespace qdq {
 namespace {
 
 constexpr const char* kX64QuantPrecision = "session.x64quantprecision";
+constexpr const char* kMatMulNBitsAccuracy = "session.qdq_matmulnbits_accuracy_level";
 
 struct CommandResult {
     int status;
@@ -110,12 +111,14 @@ OnnxRuntimeResult run_onnxruntime(const std::string& model_path, const std::vect
                           std::to_string(options.threads) + " --warmup " + std::to_string(options.warmup_runs) +
                           " --optimization " + quoted(options.optimization);
     if (!options.optimized_path.empty()) command += " --optimized " + quoted(options.optimized_path);
-    bool precision_set = false;
+    bool precision_set = false, accuracy_set = false;
     for (const std::string& entry : options.session_config) {
         command += " --config " + quoted(entry);
         precision_set = precision_set || entry.starts_with(std::string(kX64QuantPrecision) + "=");
+        accuracy_set = accuracy_set || entry.starts_with(std::string(kMatMulNBitsAccuracy) + "=");
     }
     if (!precision_set && !cpu_features().vnni) command += " --config " + std::string(kX64QuantPrecision) + "=1";
+    if (!accuracy_set) command += " --config " + std::string(kMatMulNBitsAccuracy) + "=1";
     const CommandResult r = run_command(command);
     std::filesystem::remove(feeds_path);
     if (r.status != 0) {

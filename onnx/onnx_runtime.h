@@ -23,6 +23,10 @@ struct OnnxRuntimeOptions {
     // logits by up to 2.5 on an AVX2 CPU; the entry makes it run u8·u8 kernels, exact and slower.
     // With VNNI the u8·s8 kernels sum in 32 bits, exact, and the entry would only slow them:
     // INT8 took 0.79× of FP32's time at BERT-mini with it, 0.52× without (docs/BENCHMARKS.md).
+    // Unless one sets session.qdq_matmulnbits_accuracy_level, it is set to 1: a tensorrt file's
+    // quantized weight whose input is float becomes MatMulNBits, which at ORT's default level 4
+    // quantizes that input on the fly, a quantization the model never did (onnx/onnx_export.h);
+    // at 1 it computes in float, as ONNX defines the graph.
     std::vector<std::string> session_config;
     // The graph optimization level: "all" (as deployed) down to "disabled", every node as ONNX
     // defines it.

@@ -109,13 +109,9 @@ TEST(OnnxRuntime, QdqExportMatchesTheFakeQuantReference) {
             export_onnx(quantized, config, c.head, {target}, path);
             // The tensorrt file keeps Q/DQ on a weight whose input is float (layer 1's
             // attention.output.dense here), which ORT's default MatMulNBits accuracy level 4
-            // would run with the input quantized on the fly: level 1 (float) is ONNX's meaning.
-            // The onnxruntime-cpu file must match with ORT's defaults.
-            std::vector<std::string> config_entries;
-            if (target == QdqTarget::TensorRT) config_entries = {"session.qdq_matmulnbits_accuracy_level=1"};
-            OnnxRuntimeOptions runtime;
-            runtime.session_config = config_entries;
-            std::map<std::string, Tensor> got = run_onnxruntime(path, {batch}, runtime).outputs.at(0);
+            // would run with the input quantized on the fly: run_onnxruntime sets level 1
+            // (float), ONNX's meaning, as the pipeline's and export --check's scoring run it.
+            std::map<std::string, Tensor> got = run_onnxruntime(path, {batch}).outputs.at(0);
             std::vector<float> row_error(B, 0.0f);
             std::vector<const char*> names = output_names(c.head);
             for (size_t i = 0; i < names.size(); ++i) {
