@@ -68,8 +68,7 @@ struct Builder {
     onnx::GraphProto& g;
     State& state;
     const nn::BertConfig& config;
-    QdqTarget target;
-    bool clip_inputs_to_amax, clip_weights_to_amax;  // OnnxExportOptions'
+    const OnnxExportOptions& options;
     std::set<std::string> constants;
 
     // Constants shared by every node that needs them, created on first use.
@@ -125,10 +124,10 @@ std::string quantize_activation(Builder& b, const std::string& x, const std::str
     if ((*amax)[0] <= kMinAmax) fail("'" + amax_key + "' is " + std::to_string((*amax)[0]) + ", which zeroes the tensor");
     // uint8 with zero point 128 is int8 with zero point 0 shifted by 128: the same clamp at
     // [-128, 127] quanta, the same values after DequantizeLinear.
-    const bool unsigned_shifted = b.target == QdqTarget::OnnxRuntimeCpu;
+    const bool unsigned_shifted = b.options.target == QdqTarget::OnnxRuntimeCpu;
     const std::string name = quantizer_name(amax_key);
     std::string clipped = x;
-    if (b.clip_inputs_to_amax) {
+    if (b.options.clip_inputs_to_amax) {
         const std::string low = add_f32(b.g, name + ".clip_min", {}, {-(*amax)[0]});
         const std::string high = add_f32(b.g, name + ".clip_max", {}, {(*amax)[0]});
         clipped = add_node(b.g, "Clip", name + ".clip", {x, low, high});
@@ -164,7 +163,7 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
             const float a = (*amax)[amax->size() == 1 ? 0 : (size_t)o];
             const ChannelScale pq = channel_scale(a, kInt8Bound);
             divisor[(size_t)o] = pq.divisor;
-            const float clip = b.clip_weights_to_amax ? a : INFINITY;
+            const float clip = b.options.clip_weights_to_amax ? a : INFINITY;
             for (int64_t i = 0; i < in; ++i) {
                 float& v = w[(size_t)(o * in + i)];
                 v = fake_quant_value(v, pq.scale, 1.0f, -128.0f, kInt8Bound, clip);  // w holds codes now
@@ -174,7 +173,7 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
     std::optional<int64_t> axis;
     if (scale.size() > 1) axis = 1;  // written, never left to ONNX's default
     const std::string quantizer = name + "." + sites::kLinearWeight;
-    if (amax && !fold && b.target == QdqTarget::OnnxRuntimeCpu) {
+    if (amax && !fold && b.options.target == QdqTarget::OnnxRuntimeCpu) {
         std::vector<int8_t> codes((size_t)(in * out));
         for (int64_t o = 0; o < out; ++o)
             for (int64_t i = 0; i < in; ++i) codes[(size_t)(i * out + o)] = (int8_t)w[(size_t)(o * in + i)];
@@ -197,7 +196,7 @@ std::string linear_weight(Builder& b, const std::string& key, const std::string&
 std::string linear(Builder& b, const std::string& x, const std::string& key, const std::string& name, int64_t in,
                    int64_t out, const std::string& output = "") {
     std::string xq = quantize_activation(b, x, sites::amax_key(key, sites::kLinearInput));
-    const bool fold = xq == x && b.target == QdqTarget::OnnxRuntimeCpu;
+    const bool fold = xq == x && b.options.target == QdqTarget::OnnxRuntimeCpu;
     std::string w = linear_weight(b, key, name, in, out, fold);
     std::string mm = add_node(b.g, "MatMul", name + ".matmul", {xq, w});
     std::string bias = add_f32(b.g, key + ".bias", {out}, b.state.get(key + ".bias", {out}));
@@ -351,7 +350,7 @@ onnx::ModelProto build_model(const NamedTensors& named, const nn::BertConfig& co
     for (const char* input : {"input_ids", "attention_mask", "token_type_ids"})
         add_input(g, input, onnx::TensorProto::INT64, {"batch", "sequence"});
 
-    Builder b{g, state, config, options.target, options.clip_inputs_to_amax, options.clip_weights_to_amax, {}};
+    Builder b{g, state, config, options, {}};
     std::string mask = attention_mask(b);
     std::string x = embeddings(b);
     for (int i = 0; i < config.num_hidden_layers; ++i) x = encoder_layer(b, x, mask, i);

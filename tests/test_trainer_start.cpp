@@ -12,7 +12,6 @@
 #include "tests/support/metrics_records.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_task.h"
-#include "trainers/checkpoint.h"
 #include "trainers/trainer.h"
 
 using namespace qdq;
@@ -27,12 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// train_config without resume (train's --no-resume), stopped after step `stop_at` if > 0.
-TrainOutcome train_over(const nlohmann::json& raw, int64_t stop_at = 0) {
-    RunConfig config = parse_run_config(raw, "test.json", ".");
-    std::unique_ptr<Task> task = make_task(config, {});
-    if (stop_at > 0) task = std::make_unique<MeddlingTask>(std::move(task), stop_at, MeddlingTask::Action::stop);
-    return train(config, *task, {.resume = false});
+// train_config without resume (train's --no-resume), stopped after step `stop_at`.
+TrainOutcome train_over(const nlohmann::json& raw, int64_t stop_at) {
+    return train_config(raw, stop_at, MeddlingTask::Action::stop, {.resume = false});
 }
 
 }  // namespace

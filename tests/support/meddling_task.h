@@ -56,11 +56,12 @@ private:
 
 // Trains the run `raw` describes; with meddle_at > 0, meddling at that training-loss call.
 inline TrainOutcome train_config(const nlohmann::json& raw, int64_t meddle_at = 0,
-                                 MeddlingTask::Action action = MeddlingTask::Action::stop) {
+                                 MeddlingTask::Action action = MeddlingTask::Action::stop,
+                                 const TrainOptions& options = {}) {
     RunConfig config = parse_run_config(raw, "test.json", ".");
     std::unique_ptr<Task> task = make_task(config, {});
     if (meddle_at > 0) task = std::make_unique<MeddlingTask>(std::move(task), meddle_at, action);
-    return train(config, *task);
+    return train(config, *task, options);
 }
 
 }  // namespace qdq::testing
